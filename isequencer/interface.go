@@ -1,0 +1,210 @@
+// Package isequencer hands out per-workspace sequence numbers and PLog
+// offsets. It keeps the next values of recently used sequences in an LRU,
+// flushes issued values to an injected ISeqStorage in batches, and on start
+// (or after a failed PLog write) actualizes its state from the PLog tail that
+// follows the last flushed offset.
+//
+// The package imports nothing of cqlseq: storage is injected through
+// ISeqStorage.
+package isequencer
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// SeqID identifies a sequence within a workspace kind.
+type SeqID uint16
+
+// WSKind is the kind of a workspace; it selects the set of sequences.
+type WSKind uint16
+
+// WSID identifies a workspace. 0 is not a valid workspace.
+type WSID uint64
+
+// Number is a sequence value. 0 means "no value".
+type Number uint64
+
+// PLogOffset is an offset in a partition's event log. The first offset of a
+// fresh partition is 1; 0 means "nothing yet".
+type PLogOffset uint64
+
+// PartitionID identifies an application partition.
+type PartitionID uint16
+
+// ClusterAppID identifies an application in the cluster.
+type ClusterAppID uint32
+
+// NumberKey identifies one sequence of one workspace.
+type NumberKey struct {
+	WSID  WSID
+	SeqID SeqID
+}
+
+// SeqValue is a value of one sequence of one workspace.
+type SeqValue struct {
+	Key   NumberKey
+	Value Number
+}
+
+// ISeqStorage is the durable state of one application partition's sequences.
+// It is injected into the sequencer. Implementations must bound every call by
+// a timeout of their own (the sequencer retries failed calls, it does not
+// abandon them).
+//
+// Calls are made from one goroutine at a time, except that
+// ReadNumbers may run concurrently with WriteValuesAndNextPLogOffset.
+type ISeqStorage interface {
+	// ReadNumbers returns the stored values of the given sequences of one
+	// workspace, in the order of seqIDs. A sequence that has no stored value
+	// is returned as 0. The returned slice is owned by the caller.
+	ReadNumbers(WSID, []SeqID) ([]Number, error)
+
+	// ReadNextPLogOffset returns the stored next PLog offset, the offset the
+	// first event not yet reflected in the stored numbers has (or will
+	// have). 0 means nothing was ever stored.
+	ReadNextPLogOffset() (PLogOffset, error)
+
+	// WriteValuesAndNextPLogOffset durably writes batch, then nextPLogOffset.
+	// Keys in batch are unique; len(batch) may be 0. The batch must be
+	// durable before the offset is: a reader that sees the offset must see
+	// the values. The batch slice is owned by the caller and may be reused
+	// after the call returns.
+	WriteValuesAndNextPLogOffset(batch []SeqValue, nextPLogOffset PLogOffset) error
+
+	// ActualizeSequencesFromPLog reads the PLog from offset (inclusive) to its
+	// end and calls batcher once per event, in offset order, with the numbers
+	// the event took (keys not unique, unordered) and the event's offset.
+	// It stops at the first batcher error and returns it. It returns
+	// ctx.Err() if ctx is done. The batch slice passed to batcher is only
+	// valid during the call.
+	ActualizeSequencesFromPLog(ctx context.Context, offset PLogOffset, batcher func(batch []SeqValue, offset PLogOffset) error) (err error)
+}
+
+// ISequencer issues sequence numbers and PLog offsets for one application
+// partition.
+//
+// Methods must not be called concurrently. Use:
+//
+//	{ Start {Next} ( Flush | Actualize ) }
+//
+// A Sequencing Transaction is Start, then Next calls, then Flush (the event
+// was written to the PLog) or Actualize (it was not).
+type ISequencer interface {
+	// Start begins a Sequencing Transaction for the workspace and returns the
+	// PLog offset the transaction's event must be written at.
+	//
+	// It returns (0, false) while actualization is in progress and while the
+	// number of unflushed values exceeds Params.MaxNumUnflushedValues; the
+	// caller should report "busy" and retry later.
+	//
+	// Panics if a Sequencing Transaction is already in progress, or if wsID is 0.
+	Start(wsKind WSKind, wsID WSID) (plogOffset PLogOffset, ok bool)
+
+	// Next returns the next number of seqID in the current workspace.
+	// Numbers of one (WSID, SeqID) strictly increase and are never issued
+	// twice by this or any earlier sequencer on the same storage, provided
+	// every event of a flushed transaction was durably written at its offset.
+	//
+	// Errors: ErrUnknownSeqID if seqID is not defined for the workspace's
+	// kind; ErrNumberOverflow if the sequence is exhausted; a storage error
+	// (wrapped) if the workspace's numbers could not be read. After an error
+	// the transaction is still in progress and must be completed.
+	//
+	// Panics if no Sequencing Transaction is in progress.
+	Next(seqID SeqID) (num Number, err error)
+
+	// Flush completes the Sequencing Transaction: the numbers taken and the
+	// PLog offset are accepted and will be written to storage in the
+	// background.
+	//
+	// Panics if no Sequencing Transaction is in progress.
+	Flush()
+
+	// Actualize cancels the Sequencing Transaction (if any) and starts
+	// actualization: unflushed state is dropped and rebuilt from storage and
+	// the PLog tail. Start returns (0, false) until it completes.
+	//
+	// Panics if actualization is already in progress.
+	Actualize()
+}
+
+// Params configures a sequencer. Zero fields (except SeqStorage and SeqTypes)
+// take defaults; see EnsureDefaults.
+type Params struct {
+	// SeqTypes lists, per workspace kind, the managed sequences and their
+	// initial values (the first number issued). Initial values must be >= 1.
+	SeqTypes map[WSKind]map[SeqID]Number
+
+	// SeqStorage is the durable state. Required.
+	SeqStorage ISeqStorage
+
+	// MaxNumUnflushedValues is the number of values waiting to be flushed
+	// above which Start returns (0, false). Default 500.
+	MaxNumUnflushedValues int
+
+	// LRUCacheSize is the number of (WSID, SeqID) next values kept in
+	// memory. Default 100,000.
+	LRUCacheSize int
+
+	// BatcherDelay is how long the flusher waits after a signal before it
+	// writes, to collect more values into one batch. 0 means no wait;
+	// negative is invalid. EnsureDefaults does not change it.
+	BatcherDelay time.Duration
+
+	// RetryDelay is the first wait after a failed storage call; it doubles
+	// up to MaxRetryDelay. Default 10 ms.
+	RetryDelay time.Duration
+
+	// MaxRetryDelay caps RetryDelay. Default 500 ms.
+	MaxRetryDelay time.Duration
+
+	// Logger receives storage errors and actualization reports. Default:
+	// slog.Default().
+	Logger *slog.Logger
+
+	// Metrics, if set, receives counters and observations. Its methods are
+	// called from the caller's goroutine and from the sequencer's background
+	// goroutines and must be safe for concurrent use and cheap.
+	Metrics Metrics
+}
+
+// Metrics receives the sequencer's observations. cqlseq's metrics package
+// implements it with Prometheus collectors.
+type Metrics interface {
+	// Transaction counts a Start that returned ok.
+	Transaction()
+	// Busy counts a Start that returned (0, false).
+	Busy(reason BusyReason)
+	// Unflushed reports the number of values waiting to be flushed.
+	Unflushed(n int)
+	// Flushed reports one successful flush write.
+	Flushed(values int, took time.Duration)
+	// Actualized reports one completed actualization.
+	Actualized(events int, took time.Duration)
+	// StorageError counts a failed storage call by operation name
+	// ("ReadNumbers", "ReadNextPLogOffset", "WriteValuesAndNextPLogOffset",
+	// "ActualizeSequencesFromPLog").
+	StorageError(op string)
+}
+
+// BusyReason says why Start returned (0, false).
+type BusyReason uint8
+
+const (
+	// BusyActualizing: actualization is in progress.
+	BusyActualizing BusyReason = iota + 1
+	// BusyUnflushed: too many values wait to be flushed.
+	BusyUnflushed
+)
+
+func (r BusyReason) String() string {
+	switch r {
+	case BusyActualizing:
+		return "actualizing"
+	case BusyUnflushed:
+		return "unflushed"
+	}
+	return "unknown"
+}

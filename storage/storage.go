@@ -1,0 +1,134 @@
+// Package storage is cqlseq's key-value contract: rows of (partition key,
+// clustering columns, value), all bytes, as in a CQL table
+//
+//	values(p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))
+//
+// Drivers: storage/cql (Cassandra, ScyllaDB), storage/bbolt (one file on one
+// machine), storage/mem (tests). storage/storagetest holds the conformance
+// suite every driver runs, and a fault-injecting wrapper.
+//
+// Byte slices passed to a Storage are not retained after the call returns;
+// slices a Storage returns (or passes to a callback) are owned by the caller,
+// except where a method says otherwise.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Drivers wrap them; compare with errors.Is.
+var (
+	// ErrUnknownOutcome: a conditional write timed out and a SERIAL re-read
+	// could not tell whether it was applied. The caller must re-read before
+	// deciding; it must never blindly retry.
+	ErrUnknownOutcome = errors.New("storage: conditional write outcome unknown")
+
+	// ErrClosed: the Storage was closed.
+	ErrClosed = errors.New("storage: closed")
+
+	// ErrInvalidArgument: a call's arguments break the contract (empty
+	// partition key, negative TTL, batch spanning partitions where one is
+	// required, ...).
+	ErrInvalidArgument = errors.New("storage: invalid argument")
+
+	// ErrUnavailable: the store could not be reached or did not answer in
+	// time. Retrying later may succeed.
+	ErrUnavailable = errors.New("storage: unavailable")
+)
+
+// Row is one row of the table.
+type Row struct {
+	PKey  []byte
+	CCols []byte
+	Value []byte
+}
+
+// GetItem is one clustering key to read in GetBatch; GetBatch fills Ok and
+// Value.
+type GetItem struct {
+	CCols []byte
+	Ok    bool
+	Value []byte
+}
+
+// Condition is one precondition of a conditional batch. A nil Expected
+// means "the row must not exist"; otherwise the row must exist with exactly
+// that value.
+type Condition struct {
+	CCols    []byte
+	Expected []byte
+}
+
+// Storage is the contract. Every call takes a context and honours its
+// deadline and cancellation (returning an error that wraps ctx.Err()).
+// Not found is reported as ok == false, never as an error. A row written with
+// a TTL is absent to every read once the TTL has passed. Methods are safe for
+// concurrent use.
+type Storage interface {
+	// Get reads one row.
+	Get(ctx context.Context, pKey, cCols []byte) (value []byte, ok bool, err error)
+
+	// GetBatch reads the given clustering keys of one partition and fills
+	// each item's Ok and Value. Items may repeat keys.
+	GetBatch(ctx context.Context, pKey []byte, items []GetItem) error
+
+	// Put writes one row, unconditionally, without TTL.
+	Put(ctx context.Context, pKey, cCols, value []byte) error
+
+	// PutBatch writes rows of any partitions unconditionally. It is atomic
+	// per partition at most; when it returns an error, any subset of rows
+	// may have been written. An empty batch is a no-op.
+	PutBatch(ctx context.Context, rows []Row) error
+
+	// Read calls cb for each row of partition pKey whose clustering key is
+	// in [fromCCols, toCCols) in ascending byte order; a nil bound is open.
+	// Rows are fetched in pages; cb's slices are valid only during the call.
+	// A cb error stops the read and is returned as is.
+	Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb func(cCols, value []byte) error) error
+
+	// InsertIfNotExists writes the row only if it does not exist (an expired
+	// row does not exist). ttl 0 means no expiry. ok reports whether it was
+	// written.
+	InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (ok bool, err error)
+
+	// CompareAndSwap replaces the row's value with newValue only if it exists
+	// with value oldValue; the new row gets ttl (0: no expiry).
+	CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (ok bool, err error)
+
+	// CompareAndDelete deletes the row only if it exists with value expected.
+	CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (ok bool, err error)
+
+	// ApplyBatchIf writes rows (all in partition pKey, without TTL) only if
+	// every condition holds, atomically: all or nothing. A written row that
+	// is also named by a nil-Expected condition is an insert-if-not-exists.
+	// ok reports whether the batch was applied.
+	ApplyBatchIf(ctx context.Context, pKey []byte, conds []Condition, rows []Row) (ok bool, err error)
+
+	// QueryTTL returns the remaining time to live of a row; 0 for a row that
+	// does not expire.
+	QueryTTL(ctx context.Context, pKey, cCols []byte) (ttl time.Duration, ok bool, err error)
+
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// ValidateTTL reports a TTL the contract does not accept. Every driver calls
+// it so that all reject the same values: negative, or sub-second and
+// non-zero (CQL TTLs are whole seconds), or above the CQL maximum of 20 years.
+func ValidateTTL(ttl time.Duration) error {
+	switch {
+	case ttl < 0:
+		return fmt.Errorf("%w: negative TTL %v", ErrInvalidArgument, ttl)
+	case ttl != 0 && ttl%time.Second != 0:
+		return fmt.Errorf("%w: TTL %v is not whole seconds", ErrInvalidArgument, ttl)
+	case ttl > MaxTTL:
+		return fmt.Errorf("%w: TTL %v above the CQL maximum of 20 years", ErrInvalidArgument, ttl)
+	}
+	return nil
+}
+
+// MaxTTL is the largest TTL CQL accepts (630,720,000 s).
+const MaxTTL = 630720000 * time.Second
