@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+var validKeyspace = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,47}$`)
+
+// createKeyspace creates an empty keyspace and waits for schema agreement.
+// Keyspace names cannot be bound, so the name is validated first.
+func createKeyspace(ctx context.Context, s *gocql.Session, name string) error {
+	if !validKeyspace.MatchString(name) {
+		return fmt.Errorf("invalid keyspace name %q", name)
+	}
+	stmt := "CREATE KEYSPACE IF NOT EXISTS " + name + " WITH replication = " + replicationFor()
+	if testCluster.engine == "scylla" {
+		stmt += " AND tablets = {'enabled': false}" // LWT needs vnodes on older ScyllaDB
+	}
+	if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
+		return fmt.Errorf("creating keyspace %s: %w", name, err)
+	}
+	if err := s.AwaitSchemaAgreement(ctx); err != nil {
+		return fmt.Errorf("schema agreement after creating %s: %w", name, err)
+	}
+	return nil
+}
+
+func dropKeyspace(ctx context.Context, s *gocql.Session, name string) error {
+	if !validKeyspace.MatchString(name) {
+		return fmt.Errorf("invalid keyspace name %q", name)
+	}
+	if err := s.Query("DROP KEYSPACE IF EXISTS " + name).WithContext(ctx).Exec(); err != nil {
+		return err
+	}
+	return s.AwaitSchemaAgreement(ctx)
+}
+
+// createRunKeyspace creates the run's shared keyspace with cqlseq's schema.
+func createRunKeyspace(ctx context.Context) (string, func() error, error) {
+	s, err := newClusterConfig().CreateSession()
+	if err != nil {
+		return "", nil, err
+	}
+	name := uniqueName("cqlseq_it_")
+	if err := prepareKeyspace(ctx, s, name); err != nil {
+		s.Close()
+		return "", nil, err
+	}
+	drop := func() error {
+		defer s.Close()
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return dropKeyspace(dctx, s, name)
+	}
+	return name, drop, nil
+}
+
+// newKeyspace creates a fresh keyspace with cqlseq's schema for one test and
+// drops it at cleanup.
+func newKeyspace(t testing.TB) string {
+	t.Helper()
+	s := session(t)
+	name := uniqueName("cqlseq_t_")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := prepareKeyspace(ctx, s, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := dropKeyspace(ctx, s, name); err != nil {
+			t.Logf("dropping keyspace %s: %v", name, err)
+		}
+	})
+	return name
+}

@@ -1,0 +1,224 @@
+// Package integration runs cqlseq against a real CQL cluster. It is its own
+// Go module so that testcontainers never reaches library users.
+//
+// TestMain finds the cluster in this order:
+//  1. CQLSEQ_CQL_HOSTS (comma-separated host:port list), engine from
+//     CQLSEQ_CQL_ENGINE or detected;
+//  2. a ScyllaDB container (testcontainers modules/scylladb) when a Docker
+//     engine answers;
+//  3. a single-node Apache Cassandra started from Maven Central jars by
+//     testenv/cassandra.
+//
+// With CI=true, finding no cluster fails the run; otherwise it skips it.
+// One uniquely named keyspace is created (and migrated) per run and dropped
+// at the end; tests sharing it must use their own keys (see newStorage).
+package integration
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/modules/scylladb"
+
+	"github.com/cqlseq/cqlseq/testenv/cassandra"
+)
+
+// scyllaImage is the image used when a Docker engine answers; the same tag
+// as docker-compose.yml.
+const scyllaImage = "scylladb/scylla:6.2.3"
+
+// testCluster describes the cluster found by TestMain.
+var testCluster struct {
+	hosts    []string
+	engine   string // "cassandra" or "scylla"
+	source   string // "env", "testcontainers" or "launcher"
+	release  string // system.local release_version
+	keyspace string // the run's shared keyspace
+}
+
+func TestMain(m *testing.M) { os.Exit(runMain(m)) }
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	stop, err := findCluster(ctx)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintf(os.Stderr, "integration: FAIL: no CQL cluster (CI=true makes this a failure): %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "integration: SKIP: no CQL cluster: %v\n", err)
+		return 0
+	}
+	defer stop()
+	fmt.Fprintf(os.Stderr, "integration: %s %s at %s (from %s)\n", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), testCluster.source)
+
+	ks, drop, err := createRunKeyspace(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: FAIL: %v\n", err)
+		return 1
+	}
+	testCluster.keyspace = ks
+	code := m.Run()
+	if err := drop(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: dropping keyspace %s: %v\n", ks, err)
+	}
+	return code
+}
+
+// findCluster sets testCluster and returns a func that stops what it started.
+func findCluster(ctx context.Context) (stop func(), err error) {
+	if h := strings.TrimSpace(os.Getenv("CQLSEQ_CQL_HOSTS")); h != "" {
+		testCluster.hosts = splitHosts(h)
+		testCluster.source = "env"
+		return func() {}, describeCluster(ctx, os.Getenv("CQLSEQ_CQL_ENGINE"))
+	}
+	var reasons []error
+	if os.Getenv("CQLSEQ_NO_DOCKER") == "" {
+		stop, err := startScylla(ctx)
+		if err == nil {
+			return stop, nil
+		}
+		reasons = append(reasons, fmt.Errorf("ScyllaDB container: %w", err))
+	}
+	o := cassandra.Options{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "integration: "+f+"\n", a...) }}
+	inst, err := cassandra.Start(ctx, o)
+	if err != nil {
+		reasons = append(reasons, fmt.Errorf("Cassandra launcher: %w", err))
+		return nil, errors.Join(reasons...)
+	}
+	testCluster.hosts = []string{inst.Host}
+	testCluster.source = "launcher"
+	fmt.Fprintf(os.Stderr, "integration: Cassandra answered CQL %.1f s after JVM start\n", inst.StartupTime.Seconds())
+	stop = func() {
+		rss, err := cassandra.Stop(inst)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "integration: stopping Cassandra: %v\n", err)
+		}
+		fmt.Fprintf(os.Stderr, "integration: Cassandra stopped, peak RSS %.0f MiB\n", float64(rss)/1024)
+	}
+	if err := describeCluster(ctx, "cassandra"); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+func startScylla(ctx context.Context) (func(), error) {
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return nil, fmt.Errorf("no Docker provider: %w", err)
+	}
+	defer p.Close()
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := p.Health(hctx); err != nil {
+		return nil, fmt.Errorf("no Docker engine answers: %w", err)
+	}
+	ctr, err := scylladb.Run(ctx, scyllaImage, scylladb.WithCustomCommands("--memory=1G", "--smp=1", "--developer-mode=1"))
+	if err != nil {
+		if ctr != nil {
+			_ = testcontainers.TerminateContainer(ctr)
+		}
+		return nil, err
+	}
+	host, err := ctr.NonShardAwareConnectionHost(ctx)
+	if err != nil {
+		_ = testcontainers.TerminateContainer(ctr)
+		return nil, err
+	}
+	testCluster.hosts = []string{host}
+	testCluster.source = "testcontainers"
+	stop := func() { _ = testcontainers.TerminateContainer(ctr) }
+	if err := describeCluster(ctx, "scylla"); err != nil {
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
+
+func splitHosts(s string) []string {
+	var out []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// describeCluster reads release_version and decides the engine (scylla when
+// system.scylla_local exists) unless given.
+func describeCluster(ctx context.Context, engine string) error {
+	s, err := newClusterConfig().CreateSession()
+	if err != nil {
+		return fmt.Errorf("connecting to %v: %w", testCluster.hosts, err)
+	}
+	defer s.Close()
+	if err := s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&testCluster.release); err != nil {
+		return fmt.Errorf("reading system.local: %w", err)
+	}
+	if engine == "" {
+		engine = "cassandra"
+		if err := s.Query("SELECT key FROM system.scylla_local LIMIT 1").WithContext(ctx).Exec(); err == nil {
+			engine = "scylla"
+		}
+	}
+	testCluster.engine = engine
+	return nil
+}
+
+// newClusterConfig returns a config for the found cluster, keyspace unset.
+func newClusterConfig() *gocql.ClusterConfig {
+	c := gocql.NewCluster(testCluster.hosts...)
+	c.Consistency = gocql.LocalQuorum
+	c.SerialConsistency = gocql.LocalSerial
+	c.Timeout = 10 * time.Second
+	c.ConnectTimeout = 10 * time.Second
+	c.NumConns = 2
+	if len(testCluster.hosts) == 1 {
+		// A single contact point on loopback or behind a container port
+		// mapping: do not follow the addresses the node advertises.
+		c.DisableInitialHostLookup = true
+	}
+	return c
+}
+
+// cluster returns a config for the test cluster (keyspace unset).
+func cluster(t testing.TB) *gocql.ClusterConfig {
+	t.Helper()
+	return newClusterConfig()
+}
+
+// session opens a session to the test cluster, closed at cleanup.
+func session(t testing.TB) *gocql.Session {
+	t.Helper()
+	s, err := newClusterConfig().CreateSession()
+	if err != nil {
+		t.Fatalf("connecting to %v: %v", testCluster.hosts, err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// uniqueName returns prefix followed by 12 random hex digits: a valid CQL
+// identifier of at most 48 characters when prefix is short.
+func uniqueName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// replicationFor returns the replication map of a test keyspace.
+func replicationFor() string {
+	return "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+}

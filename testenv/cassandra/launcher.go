@@ -1,0 +1,571 @@
+// Package cassandra runs a real single-node Apache Cassandra for tests, from
+// the jars Maven Central publishes, with no Docker engine: Fetch copies the
+// cassandra-all artifact and its runtime dependencies into a cache, Start
+// writes a fresh run directory (cassandra.yaml, logback.xml, data) with free
+// loopback ports and starts CassandraDaemon on Java 17 in its own process
+// group, waits until a CQL query succeeds, and Stop ends exactly that process
+// and removes its run directory.
+package cassandra
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gocql/gocql"
+)
+
+// DefaultVersion is the Cassandra release the project tests against.
+const DefaultVersion = "5.0.8"
+
+// Options configures Fetch and Start.
+type Options struct {
+	// Version of org.apache.cassandra:cassandra-all. Default DefaultVersion.
+	Version string
+	// CacheDir holds the fetched jars (CacheDir/<version>/lib). Default
+	// $CQLSEQ_CASSANDRA_CACHE, else $XDG_CACHE_HOME/cqlseq/cassandra, else
+	// ~/.cache/cqlseq/cassandra.
+	CacheDir string
+	// RunDir is the parent of the per-run directory. Default os.TempDir().
+	RunDir string
+	// Java is the java executable. Default $JAVA_HOME/bin/java, else "java"
+	// from PATH.
+	Java string
+	// Heap is the JVM heap (-Xms and -Xmx). Default "1g".
+	Heap string
+	// StartTimeout bounds the wait for the first CQL answer. Default 180 s.
+	StartTimeout time.Duration
+	// Log receives progress lines. Default: discarded.
+	Log func(format string, args ...any)
+}
+
+// EnsureDefaults fills zero fields.
+func (o *Options) EnsureDefaults() {
+	if o.Version == "" {
+		o.Version = DefaultVersion
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = defaultCacheDir()
+	}
+	if o.RunDir == "" {
+		o.RunDir = os.TempDir()
+	}
+	if o.Java == "" {
+		o.Java = "java"
+		if jh := os.Getenv("JAVA_HOME"); jh != "" {
+			o.Java = filepath.Join(jh, "bin", "java")
+		}
+	}
+	if o.Heap == "" {
+		o.Heap = "1g"
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 180 * time.Second
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+}
+
+func defaultCacheDir() string {
+	if d := os.Getenv("CQLSEQ_CASSANDRA_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "cqlseq", "cassandra")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".cache", "cqlseq", "cassandra")
+	}
+	return filepath.Join(os.TempDir(), "cqlseq-cassandra-cache")
+}
+
+// ErrMissingTool reports a program the launcher needs that is not installed.
+var ErrMissingTool = errors.New("cassandra: missing tool")
+
+// CheckTools reports every missing program (java 17+, and mvn when the jars
+// are not cached yet) in one error wrapping ErrMissingTool.
+func CheckTools(o Options) error {
+	o.EnsureDefaults()
+	var errs []error
+	if _, err := exec.LookPath(o.Java); err != nil {
+		errs = append(errs, fmt.Errorf("%w: java (Java 17 is needed to run Cassandra %s; install openjdk-17-jre-headless or set JAVA_HOME)", ErrMissingTool, o.Version))
+	} else if major, err := javaMajor(o.Java); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %s -version failed: %v", ErrMissingTool, o.Java, err))
+	} else if major < 17 {
+		errs = append(errs, fmt.Errorf("%w: Java 17 or newer is needed, %s is Java %d", ErrMissingTool, o.Java, major))
+	}
+	if !fetched(libDir(o)) {
+		if _, err := exec.LookPath("mvn"); err != nil {
+			errs = append(errs, fmt.Errorf("%w: mvn (Maven fetches the Cassandra %s jars into %s; install maven)", ErrMissingTool, o.Version, libDir(o)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func javaMajor(java string) (int, error) {
+	out, err := exec.Command(java, "-version").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+	}
+	// openjdk version "17.0.15" 2025-04-15
+	s := string(out)
+	i := strings.IndexByte(s, '"')
+	if i < 0 {
+		return 0, fmt.Errorf("unrecognised version output %q", s)
+	}
+	v := s[i+1:]
+	if j := strings.IndexAny(v, ".\""); j >= 0 {
+		v = v[:j]
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("unrecognised version output %q", s)
+	}
+	if n == 1 { // "1.8.0"
+		return 8, nil
+	}
+	return n, nil
+}
+
+func libDir(o Options) string { return filepath.Join(o.CacheDir, o.Version, "lib") }
+
+func fetched(lib string) bool {
+	_, err := os.Stat(filepath.Join(lib, ".complete"))
+	return err == nil
+}
+
+const pomTemplate = `<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>io.cqlseq</groupId>
+  <artifactId>cassandra-fetch</artifactId>
+  <version>1</version>
+  <dependencies>
+    <dependency>
+      <groupId>org.apache.cassandra</groupId>
+      <artifactId>cassandra-all</artifactId>
+      <version>%s</version>
+    </dependency>
+  </dependencies>
+</project>
+`
+
+// Fetch makes sure the jars of o.Version are in the cache and returns their
+// directory. A second call finds the cache complete and runs nothing.
+func Fetch(ctx context.Context, o Options) (string, error) {
+	o.EnsureDefaults()
+	lib := libDir(o)
+	if fetched(lib) {
+		return lib, nil
+	}
+	if _, err := exec.LookPath("mvn"); err != nil {
+		return "", fmt.Errorf("%w: mvn (needed once to fetch Cassandra %s jars from Maven Central)", ErrMissingTool, o.Version)
+	}
+	work := filepath.Join(o.CacheDir, o.Version)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return "", fmt.Errorf("cassandra: %w", err)
+	}
+	tmpLib := lib + ".partial"
+	_ = os.RemoveAll(tmpLib)
+	pom := filepath.Join(work, "pom.xml")
+	if err := os.WriteFile(pom, fmt.Appendf(nil, pomTemplate, o.Version), 0o644); err != nil {
+		return "", fmt.Errorf("cassandra: %w", err)
+	}
+	o.Log("fetching Cassandra %s jars from Maven Central into %s", o.Version, lib)
+	cmd := exec.CommandContext(ctx, "mvn", "-B", "-q", "-f", pom,
+		"org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
+		"-DincludeScope=runtime", "-DoutputDirectory="+tmpLib)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("cassandra: mvn copy-dependencies failed: %w\n%s", err, tail(out.String(), 40))
+	}
+	if _, err := findJar(tmpLib, "cassandra-all-"); err != nil {
+		return "", fmt.Errorf("cassandra: mvn finished but %w\n%s", err, tail(out.String(), 40))
+	}
+	_ = os.RemoveAll(lib)
+	if err := os.Rename(tmpLib, lib); err != nil {
+		return "", fmt.Errorf("cassandra: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(lib, ".complete"), []byte(o.Version+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("cassandra: %w", err)
+	}
+	return lib, nil
+}
+
+func findJar(lib, prefix string) (string, error) {
+	m, _ := filepath.Glob(filepath.Join(lib, prefix+"*.jar"))
+	if len(m) == 0 {
+		return "", fmt.Errorf("no %s*.jar in %s", prefix, lib)
+	}
+	return m[0], nil
+}
+
+// Instance is a running Cassandra started by Start. Its fields are what Stop
+// needs; it is written to and read from a state file by the command.
+type Instance struct {
+	PID         int           `json:"pid"`
+	Dir         string        `json:"dir"`
+	Host        string        `json:"host"` // host:port of the native transport
+	Version     string        `json:"version"`
+	ReleaseInfo string        `json:"release_version"` // system.local release_version
+	StartupTime time.Duration `json:"startup_ns"`      // from exec to the first CQL answer
+}
+
+// Start starts Cassandra in a fresh run directory and returns when a CQL
+// query succeeds. On failure it stops what it started and returns an error
+// with the tail of the server's log.
+func Start(ctx context.Context, o Options) (*Instance, error) {
+	o.EnsureDefaults()
+	if err := CheckTools(o); err != nil {
+		return nil, err
+	}
+	lib, err := Fetch(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	dir, err := os.MkdirTemp(o.RunDir, "cqlseq-cassandra-")
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	inst, err := start(ctx, o, lib, dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return inst, nil
+}
+
+func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	nativePort, storagePort := ports[0], ports[1]
+	for _, d := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs", "tmp"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, fmt.Errorf("cassandra: %w", err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort)), 0o644); err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "logback.xml"), []byte(logbackXML), 0o644); err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	jamm, err := findJar(lib, "jamm-")
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	raiseNoFile()
+
+	logFile, err := os.Create(filepath.Join(dir, "logs", "stdout.log"))
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	defer logFile.Close()
+	args := jvmArgs(o, lib, jamm, dir)
+	cmd := exec.Command(o.Java, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Stdin = nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("cassandra: starting %s: %w", o.Java, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	inst := &Instance{PID: cmd.Process.Pid, Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version}
+	o.Log("started Cassandra %s pid %d in %s, waiting for CQL on %s", o.Version, inst.PID, dir, inst.Host)
+
+	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if rel, err := probe(inst.Host); err == nil {
+			inst.ReleaseInfo = rel
+			inst.StartupTime = time.Since(began)
+			// The child keeps running after this process exits; the
+			// goroutine waiting on it is abandoned only then.
+			return inst, nil
+		}
+		select {
+		case err := <-exited:
+			return nil, fmt.Errorf("cassandra: the JVM exited before CQL answered (%v); log tail:\n%s", err, LogTail(dir, 60))
+		case <-waitCtx.Done():
+			_ = killGroup(inst.PID, 10*time.Second)
+			return nil, fmt.Errorf("cassandra: no CQL answer on %s within %v; log tail:\n%s", inst.Host, o.StartTimeout, LogTail(dir, 60))
+		case <-tick.C:
+		}
+	}
+}
+
+func probe(host string) (string, error) {
+	c := gocql.NewCluster(host)
+	c.Timeout = 2 * time.Second
+	c.ConnectTimeout = 2 * time.Second
+	c.DisableInitialHostLookup = true
+	c.ProtoVersion = 4
+	c.Logger = nopLogger{}
+	s, err := c.CreateSession()
+	if err != nil {
+		return "", err
+	}
+	defer s.Close()
+	var rel string
+	if err := s.Query("SELECT release_version FROM system.local").Scan(&rel); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Print(...any)          {}
+func (nopLogger) Printf(string, ...any) {}
+func (nopLogger) Println(...any)        {}
+
+func jvmArgs(o Options, lib, jamm, dir string) []string {
+	a := []string{
+		"-Xms" + o.Heap, "-Xmx" + o.Heap, "-Xss256k",
+		"-XX:+UseG1GC", "-XX:+HeapDumpOnOutOfMemoryError", "-XX:HeapDumpPath=" + filepath.Join(dir, "tmp"),
+		"-Djdk.attach.allowAttachSelf=true", "-Dio.netty.tryReflectionSetAccessible=true",
+		"-Djava.net.preferIPv4Stack=true", "-Dchronicle.analytics.disable=true",
+		"-javaagent:" + jamm,
+		"-Dcassandra.config=file://" + filepath.Join(dir, "cassandra.yaml"),
+		"-Dcassandra.storagedir=" + dir,
+		"-Dcassandra-foreground=yes",
+		"-Dlogback.configurationFile=" + filepath.Join(dir, "logback.xml"),
+		"-Dcassandra.logdir=" + filepath.Join(dir, "logs"),
+		"-Dcassandra.skip_wait_for_gossip_to_settle=0",
+		"-Dcassandra.ring_delay_ms=1000",
+		"-Dcassandra.superuser_setup_delay_ms=0",
+		"-Dcassandra.skip_sync=true",
+		"-Dcassandra.unsafesystem=true",
+		"-Djava.io.tmpdir=" + filepath.Join(dir, "tmp"),
+		"-Djna.tmpdir=" + filepath.Join(dir, "tmp"),
+	}
+	for _, x := range []string{"java.base/jdk.internal.misc", "java.management.rmi/com.sun.jmx.remote.internal.rmi",
+		"java.management/com.sun.jmx.remote.security", "java.rmi/sun.rmi.registry", "java.rmi/sun.rmi.server",
+		"java.sql/java.sql", "java.base/java.lang.ref", "jdk.unsupported/sun.misc"} {
+		a = append(a, "--add-exports", x+"=ALL-UNNAMED")
+	}
+	for _, x := range []string{"java.base/java.lang.module", "java.base/jdk.internal.loader", "java.base/jdk.internal.ref",
+		"java.base/jdk.internal.reflect", "java.base/jdk.internal.math", "java.base/jdk.internal.module",
+		"java.base/jdk.internal.util.jar", "java.base/sun.nio.ch", "java.base/java.io", "java.base/java.lang.reflect",
+		"java.base/java.lang", "java.base/java.util", "java.base/java.nio", "jdk.management/com.sun.management.internal"} {
+		a = append(a, "--add-opens", x+"=ALL-UNNAMED")
+	}
+	return append(a, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
+}
+
+func cassandraYAML(dir string, nativePort, storagePort int) string {
+	return fmt.Sprintf(`cluster_name: cqlseq-test
+num_tokens: 1
+initial_token: 0
+partitioner: org.apache.cassandra.dht.Murmur3Partitioner
+endpoint_snitch: SimpleSnitch
+commitlog_sync: periodic
+commitlog_sync_period: 10000ms
+commitlog_directory: %[1]s/commitlog
+data_file_directories:
+  - %[1]s/data
+saved_caches_directory: %[1]s/saved_caches
+hints_directory: %[1]s/hints
+cdc_raw_directory: %[1]s/cdc_raw
+seed_provider:
+  - class_name: org.apache.cassandra.locator.SimpleSeedProvider
+    parameters:
+      - seeds: "127.0.0.1:%[3]d"
+listen_address: 127.0.0.1
+rpc_address: 127.0.0.1
+storage_port: %[3]d
+native_transport_port: %[2]d
+start_native_transport: true
+auto_snapshot: false
+write_request_timeout: 5000ms
+read_request_timeout: 5000ms
+cas_contention_timeout: 3000ms
+authenticator: AllowAllAuthenticator
+authorizer: AllowAllAuthorizer
+`, dir, nativePort, storagePort)
+}
+
+const logbackXML = `<configuration scan="false">
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${cassandra.logdir}/system.log</file>
+    <encoder><pattern>%-5level [%thread] %date{ISO8601} %F:%L - %msg%n</pattern></encoder>
+  </appender>
+  <root level="WARN"><appender-ref ref="FILE"/></root>
+  <logger name="org.apache.cassandra.service.CassandraDaemon" level="INFO"/>
+</configuration>
+`
+
+func freePorts(n int) ([]int, error) {
+	ls := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("cassandra: finding a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func raiseNoFile() {
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) == nil && r.Cur < 100000 {
+		if r.Max < 100000 {
+			r.Cur = r.Max
+		} else {
+			r.Cur = 100000
+		}
+		_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &r)
+	}
+}
+
+// Stop ends the instance's process group (SIGTERM, then SIGKILL after 20 s)
+// after checking the PID still belongs to a CassandraDaemon started in
+// inst.Dir, reports the process's peak resident set, and removes inst.Dir.
+func Stop(inst *Instance) (peakRSSKiB int64, err error) {
+	if inst.PID > 0 && isOurs(inst) {
+		peakRSSKiB = peakRSS(inst.PID)
+		if err := killGroup(inst.PID, 20*time.Second); err != nil {
+			return peakRSSKiB, err
+		}
+	}
+	if inst.Dir != "" && strings.Contains(filepath.Base(inst.Dir), "cqlseq-cassandra-") {
+		if err := os.RemoveAll(inst.Dir); err != nil {
+			return peakRSSKiB, fmt.Errorf("cassandra: removing %s: %w", inst.Dir, err)
+		}
+	}
+	return peakRSSKiB, nil
+}
+
+func isOurs(inst *Instance) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", inst.PID))
+	if err != nil {
+		return false
+	}
+	cmd := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+	return strings.Contains(cmd, "CassandraDaemon") && strings.Contains(cmd, inst.Dir)
+}
+
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				n, _ := strconv.ParseInt(f[1], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+func killGroup(pid int, grace time.Duration) error {
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !alive(pid) {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	for range 50 {
+		if !alive(pid) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("cassandra: pid %d did not exit after SIGKILL", pid)
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) S ...
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// LogTail returns the last n lines of the run's logs (stdout and system.log).
+func LogTail(dir string, n int) string {
+	var sb strings.Builder
+	for _, f := range []string{"logs/stdout.log", "logs/system.log"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&sb, "--- %s\n%s\n", f, tail(string(b), n))
+	}
+	return sb.String()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WriteState saves inst to path as JSON.
+func WriteState(path string, inst *Instance) error {
+	b, err := json.MarshalIndent(inst, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("cassandra: %w", err)
+	}
+	return nil
+}
+
+// ReadState loads an Instance saved by WriteState.
+func ReadState(path string) (*Instance, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cassandra: %w", err)
+	}
+	var inst Instance
+	if err := json.Unmarshal(b, &inst); err != nil {
+		return nil, fmt.Errorf("cassandra: state file %s: %w", path, err)
+	}
+	return &inst, nil
+}
