@@ -118,8 +118,12 @@ func javaMajor(java string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
 	}
-	// openjdk version "17.0.15" 2025-04-15
-	s := string(out)
+	return parseJavaMajor(string(out))
+}
+
+// parseJavaMajor reads the major version from `java -version` output, e.g.
+// `openjdk version "17.0.15" 2025-04-15` or `java version "1.8.0_402"`.
+func parseJavaMajor(s string) (int, error) {
 	i := strings.IndexByte(s, '"')
 	if i < 0 {
 		return 0, fmt.Errorf("unrecognised version output %q", s)

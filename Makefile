@@ -1,0 +1,97 @@
+# cqlseq: build, test, lint, and a real Cassandra for the integration tests.
+#
+#   make demo               the embedded-store demo (offline)
+#   make test               unit tests (-race, invariant checks) + integration tests
+#                           against a real cluster: CQLSEQ_CQL_HOSTS if set, else a
+#                           Cassandra this Makefile starts and always stops
+#   make lint               go vet + staticcheck
+#   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
+#   make cqlsh              cqlsh (PyPI, in .venv) against the running cluster
+
+SHELL        := /bin/bash
+GO           ?= go
+BIN          := $(CURDIR)/bin
+CACHE        := $(CURDIR)/.cache
+STATE        := $(CACHE)/cassandra.state.json
+VENV         := $(CURDIR)/.venv
+CQLSH        := $(VENV)/bin/cqlsh
+CQLSH_VER    ?= 6.2.2
+STATICCHECK_VER ?= 2026.2.2
+LAUNCHER     := $(BIN)/cassandra-launcher
+UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
+IT_FLAGS     ?= -count=1 -timeout 30m
+
+.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench clean
+
+all: build
+
+build:
+	$(GO) build ./...
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(LAUNCHER) ./testenv/cassandra/cmd/cassandra-launcher
+
+$(LAUNCHER): $(shell find testenv -name '*.go') go.mod
+	$(GO) build -o $(LAUNCHER) ./testenv/cassandra/cmd/cassandra-launcher
+
+test: test-unit test-integration
+
+test-unit:
+	$(GO) test $(UNIT_FLAGS) ./...
+
+# test-integration runs the integration module against CQLSEQ_CQL_HOSTS when
+# set; otherwise it starts a Cassandra, runs the tests with it, and stops it
+# whatever the outcome (trap on EXIT, also on Ctrl-C).
+test-integration: $(LAUNCHER) cqlsh-venv
+	@set -euo pipefail; \
+	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
+	  echo "test-integration: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; \
+	  cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.test.$$$$.json; \
+	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  hosts=$$($(LAUNCHER) up -state "$$state"); \
+	  echo "test-integration: Cassandra at $$hosts"; \
+	  cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
+	fi
+
+lint: $(BIN)/staticcheck
+	$(GO) vet ./...
+	cd integration && $(GO) vet ./...
+	$(BIN)/staticcheck ./...
+	cd integration && $(BIN)/staticcheck ./...
+	@if docker compose version >/dev/null 2>&1; then docker compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"; \
+	 else echo "lint: no docker compose client; docker-compose.yml is checked by testenv's TestComposeFile"; fi
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+$(BIN)/staticcheck:
+	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
+
+cassandra-up: $(LAUNCHER)
+	@mkdir -p $(CACHE)
+	$(LAUNCHER) up -state $(STATE)
+
+cassandra-down: $(LAUNCHER)
+	$(LAUNCHER) down -state $(STATE)
+
+cqlsh-venv: $(CQLSH)
+
+$(CQLSH):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q cqlsh==$(CQLSH_VER)
+
+# cqlsh opens against CQLSEQ_CQL_HOSTS (first host) or the cluster started by
+# make cassandra-up.
+cqlsh: $(CQLSH)
+	@set -euo pipefail; \
+	hp=$${CQLSEQ_CQL_HOSTS:-$$(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["host"])' $(STATE) 2>/dev/null || true)}; \
+	[ -n "$$hp" ] || { echo "cqlsh: no cluster: set CQLSEQ_CQL_HOSTS or run make cassandra-up" >&2; exit 1; }; \
+	hp=$${hp%%,*}; exec $(CQLSH) $${hp%:*} $${hp##*:} $(CQLSH_ARGS)
+
+demo:
+	$(GO) run ./cmd/cqlseq demo
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./isequencer/
+
+clean:
+	rm -rf $(BIN) $(CACHE)

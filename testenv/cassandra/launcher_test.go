@@ -1,0 +1,56 @@
+package cassandra
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestCheckToolsNamesMissingJava(t *testing.T) {
+	o := Options{Java: filepath.Join(t.TempDir(), "no-such-java"), CacheDir: t.TempDir()}
+	err := CheckTools(o)
+	require.Error(t, err)
+	require.True(t, errors.Is(err, ErrMissingTool))
+	require.Contains(t, err.Error(), "java")
+	require.Contains(t, err.Error(), "Java 17")
+}
+
+func TestConfigUsesGivenPortsAndDirs(t *testing.T) {
+	y := cassandraYAML("/run/x", 19042, 17000)
+	for _, want := range []string{"native_transport_port: 19042", "storage_port: 17000", `seeds: "127.0.0.1:17000"`,
+		"- /run/x/data", "commitlog_directory: /run/x/commitlog", "cas_contention_timeout: 3000ms", "auto_snapshot: false"} {
+		require.Contains(t, y, want)
+	}
+	args := strings.Join(jvmArgs(Options{Heap: "1g"}, "/lib", "/lib/jamm-0.4.0.jar", "/run/x"), " ")
+	for _, want := range []string{"-Xmx1g", "-javaagent:/lib/jamm-0.4.0.jar", "-Dcassandra.config=file:///run/x/cassandra.yaml",
+		"--add-opens java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports java.base/jdk.internal.misc=ALL-UNNAMED",
+		"org.apache.cassandra.service.CassandraDaemon"} {
+		require.Contains(t, args, want)
+	}
+	require.NotContains(t, args, "cassandra.jmx", "JMX stays off")
+	require.NotContains(t, args, "jmxremote", "JMX stays off")
+}
+
+func TestParseJavaMajor(t *testing.T) {
+	for _, tt := range []struct {
+		out  string
+		want int
+		werr bool
+	}{
+		{`openjdk version "17.0.15" 2025-04-15`, 17, false},
+		{`java version "1.8.0_402"`, 8, false},
+		{`openjdk version "21" 2023-09-19`, 21, false},
+		{`garbage`, 0, true},
+	} {
+		n, err := parseJavaMajor(tt.out)
+		if tt.werr {
+			require.Error(t, err, tt.out)
+			continue
+		}
+		require.NoError(t, err, tt.out)
+		require.Equal(t, tt.want, n, tt.out)
+	}
+}

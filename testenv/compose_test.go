@@ -1,0 +1,44 @@
+// Package testenv holds the test environment: the Cassandra launcher and the
+// checks of docker-compose.yml.
+package testenv
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// TestComposeFile checks docker-compose.yml where no compose client can: a
+// 3-node ScyllaDB cluster on a pinned tag, in developer mode with small
+// memory, health-checked, publishing CQL 9042 and shard-aware 19042 on the
+// first node, the others seeded from it.
+func TestComposeFile(t *testing.T) {
+	b, err := os.ReadFile("../docker-compose.yml")
+	require.NoError(t, err)
+	var f struct {
+		Services map[string]struct {
+			Image       string         `yaml:"image"`
+			Command     string         `yaml:"command"`
+			Ports       []string       `yaml:"ports"`
+			Healthcheck map[string]any `yaml:"healthcheck"`
+			DependsOn   map[string]any `yaml:"depends_on"`
+		} `yaml:"services"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &f))
+	require.Len(t, f.Services, 3)
+	for name, s := range f.Services {
+		require.Regexp(t, `^scylladb/scylla:\d+\.\d+\.\d+$`, s.Image, name)
+		require.Contains(t, s.Command, "--developer-mode 1", name)
+		require.Contains(t, s.Command, "--memory", name)
+		require.Contains(t, s.Command, "--seeds=scylla1", name)
+		require.NotEmpty(t, s.Healthcheck["test"], name)
+	}
+	first := f.Services["scylla1"]
+	require.ElementsMatch(t, []string{"9042:9042", "19042:19042"}, first.Ports)
+	require.NotNil(t, f.Services["scylla2"].DependsOn["scylla1"])
+	require.NotNil(t, f.Services["scylla3"].DependsOn["scylla2"])
+	require.True(t, strings.Contains(string(b), "make test-integration"), "the file says how to point the tests at it")
+}
