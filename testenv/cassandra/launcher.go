@@ -469,6 +469,11 @@ func Stop(inst *Instance) (peakRSSKiB int64, err error) {
 	return peakRSSKiB, nil
 }
 
+// Running reports whether the instance's process is alive and is the
+// CassandraDaemon this launcher started in inst.Dir (a stale state file left
+// by a killed session names a dead or reused pid).
+func (inst *Instance) Running() bool { return alive(inst.PID) && isOurs(inst) }
+
 func isOurs(inst *Instance) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", inst.PID))
 	if err != nil {

@@ -59,7 +59,7 @@ func run(args []string) error {
 		o.Log("jars in %s (%.1f s)", lib, time.Since(began).Seconds())
 		return nil
 	case "up":
-		if inst, err := cassandra.ReadState(*state); err == nil {
+		if inst, err := cassandra.ReadState(*state); err == nil && inst.Running() {
 			return fmt.Errorf("state file %s names a running instance (pid %d, %s); run down first", *state, inst.PID, inst.Host)
 		}
 		began := time.Now()
