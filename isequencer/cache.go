@@ -1,0 +1,128 @@
+package isequencer
+
+// wsCache is an LRU of workspaces, each holding the last issued Number of
+// every sequence of its kind (0 = none issued yet). One goroutine owns it.
+//
+// Entries live in slices indexed by int32 and are linked into a recency list
+// by index, so a hit allocates nothing and a cached workspace costs one map
+// entry, one slot and width Numbers (hashicorp/golang-lru allocates a list
+// element and an interface-boxed entry per key, ~3x the memory).
+type wsCache struct {
+	idx   map[WSID]int32
+	slots []cacheSlot
+	nums  []Number // slot i owns nums[i*width : (i+1)*width]
+	width int
+	max   int   // capacity in workspaces
+	head  int32 // most recently used, -1 if empty
+	tail  int32 // least recently used, -1 if empty
+}
+
+type cacheSlot struct {
+	ws         WSID
+	prev, next int32
+	kind       WSKind
+}
+
+const noSlot int32 = -1
+
+// newWSCache returns a cache for maxWS workspaces of at most width sequences.
+func newWSCache(maxWS, width int) *wsCache {
+	if maxWS < 1 {
+		maxWS = 1
+	}
+	if width < 1 {
+		width = 1
+	}
+	pre := min(maxWS, 1024)
+	return &wsCache{
+		idx:   make(map[WSID]int32, pre),
+		slots: make([]cacheSlot, 0, pre),
+		nums:  make([]Number, 0, pre*width),
+		width: width,
+		max:   maxWS,
+		head:  noSlot,
+		tail:  noSlot,
+	}
+}
+
+// len returns the number of cached workspaces.
+func (c *wsCache) len() int { return len(c.idx) }
+
+// get returns the numbers of ws and marks it most recently used. The slice
+// stays valid until the next add or reset.
+func (c *wsCache) get(ws WSID) (nums []Number, kind WSKind, ok bool) {
+	i, ok := c.idx[ws]
+	if !ok {
+		return nil, 0, false
+	}
+	if i != c.head {
+		c.unlink(i)
+		c.pushFront(i)
+	}
+	off := int(i) * c.width
+	return c.nums[off : off+c.width : off+c.width], c.slots[i].kind, true
+}
+
+// add makes ws the most recently used entry with the given kind, evicting
+// the least recently used workspace when full, and returns its numbers,
+// zeroed.
+func (c *wsCache) add(ws WSID, kind WSKind) []Number {
+	i, ok := c.idx[ws]
+	switch {
+	case ok:
+		c.unlink(i)
+	case len(c.slots) < c.max:
+		i = int32(len(c.slots))
+		c.slots = append(c.slots, cacheSlot{})
+		for range c.width {
+			c.nums = append(c.nums, 0)
+		}
+	default:
+		i = c.tail
+		c.unlink(i)
+		delete(c.idx, c.slots[i].ws)
+	}
+	c.slots[i].ws = ws
+	c.slots[i].kind = kind
+	c.pushFront(i)
+	c.idx[ws] = i
+	off := int(i) * c.width
+	nums := c.nums[off : off+c.width : off+c.width]
+	clear(nums)
+	return nums
+}
+
+// reset empties the cache, keeping its memory.
+func (c *wsCache) reset() {
+	clear(c.idx)
+	c.slots = c.slots[:0]
+	c.nums = c.nums[:0]
+	c.head, c.tail = noSlot, noSlot
+}
+
+func (c *wsCache) unlink(i int32) {
+	s := &c.slots[i]
+	if s.prev != noSlot {
+		c.slots[s.prev].next = s.next
+	} else {
+		c.head = s.next
+	}
+	if s.next != noSlot {
+		c.slots[s.next].prev = s.prev
+	} else {
+		c.tail = s.prev
+	}
+	s.prev, s.next = noSlot, noSlot
+}
+
+func (c *wsCache) pushFront(i int32) {
+	s := &c.slots[i]
+	s.prev, s.next = noSlot, c.head
+	if c.head != noSlot {
+		c.slots[c.head].prev = i
+	}
+	c.head = i
+	if c.tail == noSlot {
+		c.tail = i
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !cqlseq_invariants
+
+package isequencer
+
+const invariants = false

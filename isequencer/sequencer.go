@@ -1,0 +1,348 @@
+package isequencer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// New returns a sequencer over params.SeqStorage and starts its actualization:
+// Start returns (0, false) until the stored state and the PLog tail are
+// read. cleanup stops the sequencer's background goroutine and waits for it;
+// it returns as soon as the storage call in flight (if any) returns, which
+// the storage bounds by its own timeout. Values not yet flushed are dropped:
+// the PLog has their events and the next New replays them. The sequencer
+// must not be used after cleanup; cleanup may be called more than once.
+//
+// params is copied; New validates it and reports every problem at once.
+func New(params *Params) (ISequencer, func(), error) {
+	if params == nil {
+		return nil, nil, fmt.Errorf("%w: nil", ErrInvalidParams)
+	}
+	p := *params
+	p.EnsureDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	s := newSequencer(p)
+	s.state.Store(stateActualizing)
+	s.mu.actualizeReq = true
+	s.wg.Add(1)
+	go s.run()
+	s.wake()
+	return s, s.cleanup, nil
+}
+
+// kindInfo lists the sequences of one WSKind in ascending SeqID order.
+type kindInfo struct {
+	kind WSKind
+	ids  []SeqID
+	init []Number
+}
+
+func (k *kindInfo) index(id SeqID) int {
+	for i, x := range k.ids {
+		if x == id {
+			return i
+		}
+	}
+	return -1
+}
+
+const (
+	stateActualizing uint32 = 1 << iota
+	stateClosed
+)
+
+type sequencer struct {
+	p     Params
+	kinds map[WSKind]*kindInfo
+	m     Metrics
+
+	// state holds stateActualizing and stateClosed. While stateActualizing
+	// is set the worker goroutine owns the caller-side fields below; the
+	// atomic store that clears it publishes them back to the caller.
+	state atomic.Uint32
+	// unflushed counts values accepted by Flush and not yet written.
+	unflushed atomic.Int64
+
+	// Caller-side: used only by Start/Next/Flush/Actualize.
+	cache      *wsCache
+	nextOffset PLogOffset
+	inTx       bool
+	txKind     *kindInfo
+	txWS       WSID
+	txNums     []Number   // the cache entry of txWS, nil until the first Next
+	txTaken    []SeqValue // values taken by the transaction
+	lastKind   *kindInfo  // memo of the last kinds lookup
+	overlayBuf []Number
+
+	mu struct {
+		sync.Mutex
+		// pending holds values of flushed transactions that the worker has
+		// not taken yet (keys may repeat); pendingOffset is the next PLog
+		// offset to store with them.
+		pending       []SeqValue
+		pendingOffset PLogOffset
+		// inTransit is the pending slice the worker is writing.
+		inTransit []SeqValue
+		// recovered is the actualization result (sorted by key, unique)
+		// until it is written.
+		recovered []SeqValue
+		// writtenOffset is the next offset last written to storage.
+		writtenOffset PLogOffset
+		spare         []SeqValue
+		actualizeReq  bool
+	}
+
+	// Worker-side.
+	signal   chan struct{}
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	once     sync.Once
+	wbuf     []SeqValue
+	replay   map[NumberKey]Number
+	lastSeen PLogOffset
+}
+
+func newSequencer(p Params) *sequencer {
+	s := &sequencer{
+		p:      p,
+		kinds:  make(map[WSKind]*kindInfo, len(p.SeqTypes)),
+		m:      p.Metrics,
+		signal: make(chan struct{}, 1),
+		replay: make(map[NumberKey]Number),
+	}
+	if s.m == nil {
+		s.m = nopMetrics{}
+	}
+	width := 1
+	for kind, seqs := range p.SeqTypes {
+		k := &kindInfo{kind: kind}
+		for id := range seqs {
+			k.ids = append(k.ids, id)
+		}
+		slices.Sort(k.ids)
+		for _, id := range k.ids {
+			k.init = append(k.init, seqs[id])
+		}
+		s.kinds[kind] = k
+		width = max(width, len(k.ids))
+	}
+	s.cache = newWSCache(max(1, p.LRUCacheSize/width), width)
+	s.overlayBuf = make([]Number, width)
+	s.txTaken = make([]SeqValue, 0, 8)
+	s.mu.pending = make([]SeqValue, 0, p.MaxNumUnflushedValues+16)
+	s.mu.spare = make([]SeqValue, 0, p.MaxNumUnflushedValues+16)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s
+}
+
+func (s *sequencer) cleanup() {
+	s.once.Do(func() {
+		s.state.Or(stateClosed)
+		s.cancel()
+		s.wg.Wait()
+	})
+}
+
+func (s *sequencer) wake() {
+	select {
+	case s.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Start implements ISequencer.
+func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
+	if s.inTx {
+		panic("isequencer: Start: a Sequencing Transaction is already in progress")
+	}
+	if wsID == 0 {
+		panic("isequencer: Start: WSID 0")
+	}
+	if st := s.state.Load(); st != 0 {
+		if st&stateClosed == 0 {
+			s.m.Busy(BusyActualizing)
+		}
+		return 0, false
+	}
+	if s.unflushed.Load() > int64(s.p.MaxNumUnflushedValues) {
+		s.m.Busy(BusyUnflushed)
+		return 0, false
+	}
+	k := s.lastKind
+	if k == nil || k.kind != wsKind {
+		k = s.kinds[wsKind]
+		if k != nil {
+			s.lastKind = k
+		}
+	}
+	s.inTx = true
+	s.txKind = k
+	s.txWS = wsID
+	s.txNums = nil
+	s.txTaken = s.txTaken[:0]
+	s.m.Transaction()
+	return s.nextOffset, true
+}
+
+// Next implements ISequencer.
+func (s *sequencer) Next(seqID SeqID) (Number, error) {
+	if !s.inTx {
+		panic("isequencer: Next: no Sequencing Transaction in progress")
+	}
+	k := s.txKind
+	if k == nil {
+		return 0, fmt.Errorf("%w: SeqID %d: WSKind of WSID %d is not in SeqTypes", ErrUnknownSeqID, seqID, s.txWS)
+	}
+	i := k.index(seqID)
+	if i < 0 {
+		return 0, fmt.Errorf("%w: SeqID %d is not defined for WSKind %d", ErrUnknownSeqID, seqID, k.kind)
+	}
+	if s.txNums == nil {
+		nums, err := s.load(k)
+		if err != nil {
+			return 0, err
+		}
+		s.txNums = nums
+	}
+	last := s.txNums[i]
+	if last == math.MaxUint64 {
+		return 0, fmt.Errorf("%w: WSID %d SeqID %d reached %d", ErrNumberOverflow, s.txWS, seqID, last)
+	}
+	n := max(last+1, k.init[i])
+	s.txNums[i] = n
+	s.txTaken = append(s.txTaken, SeqValue{Key: NumberKey{WSID: s.txWS, SeqID: seqID}, Value: n})
+	return n, nil
+}
+
+// load returns the cache entry of the transaction's workspace, reading all
+// sequences of its kind with one ReadNumbers call on a miss. Values that
+// are accepted but not yet written override the stored ones.
+func (s *sequencer) load(k *kindInfo) ([]Number, error) {
+	if nums, kind, ok := s.cache.get(s.txWS); ok && kind == k.kind {
+		return nums, nil
+	}
+	// Take the overlay before reading storage: a value leaves the overlay
+	// only after it is durable, so overlay-then-read misses nothing.
+	overlay := s.overlayBuf[:len(k.ids)]
+	s.overlay(s.txWS, k, overlay)
+	stored, err := s.p.SeqStorage.ReadNumbers(s.txWS, k.ids)
+	if err != nil {
+		s.m.StorageError(opReadNumbers)
+		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: %w", s.txWS, err)
+	}
+	if len(stored) != len(k.ids) {
+		s.m.StorageError(opReadNumbers)
+		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: storage returned %d numbers for %d SeqIDs", s.txWS, len(stored), len(k.ids))
+	}
+	nums := s.cache.add(s.txWS, k.kind)
+	for i := range k.ids {
+		nums[i] = max(stored[i], overlay[i])
+	}
+	return nums, nil
+}
+
+// overlay sets dst[i] to the largest accepted-but-unwritten value of
+// (ws, k.ids[i]), or 0.
+func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
+	clear(dst)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	scan := func(vals []SeqValue) {
+		for _, v := range vals {
+			if v.Key.WSID != ws {
+				continue
+			}
+			if i := k.index(v.Key.SeqID); i >= 0 && v.Value > dst[i] {
+				dst[i] = v.Value
+			}
+		}
+	}
+	scan(s.mu.pending)
+	scan(s.mu.inTransit)
+	if rec := s.mu.recovered; len(rec) > 0 {
+		for i, id := range k.ids {
+			key := NumberKey{WSID: ws, SeqID: id}
+			if j, ok := slices.BinarySearchFunc(rec, key, compareSeqValueKey); ok && rec[j].Value > dst[i] {
+				dst[i] = rec[j].Value
+			}
+		}
+	}
+}
+
+// Flush implements ISequencer.
+func (s *sequencer) Flush() {
+	if !s.inTx {
+		panic("isequencer: Flush: no Sequencing Transaction in progress")
+	}
+	s.inTx = false
+	s.txNums = nil
+	s.nextOffset++
+	n := len(s.txTaken)
+	s.mu.Lock()
+	s.mu.pending = append(s.mu.pending, s.txTaken...)
+	s.mu.pendingOffset = s.nextOffset
+	s.mu.Unlock()
+	s.unflushed.Add(int64(n))
+	s.txTaken = s.txTaken[:0]
+	s.wake()
+}
+
+// Actualize implements ISequencer.
+func (s *sequencer) Actualize() {
+	st := s.state.Load()
+	if st&stateActualizing != 0 {
+		panic("isequencer: Actualize: actualization is already in progress")
+	}
+	s.inTx = false
+	s.txNums = nil
+	s.txTaken = s.txTaken[:0]
+	if st&stateClosed != 0 {
+		return
+	}
+	s.state.Or(stateActualizing)
+	s.mu.Lock()
+	s.mu.actualizeReq = true
+	s.mu.Unlock()
+	s.wake()
+}
+
+func compareSeqValueKey(v SeqValue, k NumberKey) int {
+	switch {
+	case v.Key.WSID < k.WSID:
+		return -1
+	case v.Key.WSID > k.WSID:
+		return 1
+	case v.Key.SeqID < k.SeqID:
+		return -1
+	case v.Key.SeqID > k.SeqID:
+		return 1
+	}
+	return 0
+}
+
+func compareSeqValues(a, b SeqValue) int { return compareSeqValueKey(a, b.Key) }
+
+// Storage operation names reported to Metrics.StorageError.
+const (
+	opReadNumbers        = "ReadNumbers"
+	opReadNextPLogOffset = "ReadNextPLogOffset"
+	opWriteValues        = "WriteValuesAndNextPLogOffset"
+	opActualizeFromPLog  = "ActualizeSequencesFromPLog"
+)
+
+type nopMetrics struct{}
+
+func (nopMetrics) Transaction()                  {}
+func (nopMetrics) Busy(BusyReason)               {}
+func (nopMetrics) Unflushed(int)                 {}
+func (nopMetrics) Flushed(int, time.Duration)    {}
+func (nopMetrics) Actualized(int, time.Duration) {}
+func (nopMetrics) StorageError(string)           {}
