@@ -287,12 +287,19 @@ func (s *sequencer) Flush() {
 	s.nextOffset++
 	n := len(s.txTaken)
 	s.mu.Lock()
+	// The worker re-checks pending after every write, so only the first
+	// value after it took the last batch needs to wake it.
+	wasEmpty := len(s.mu.pending) == 0
 	s.mu.pending = append(s.mu.pending, s.txTaken...)
 	s.mu.pendingOffset = s.nextOffset
 	s.mu.Unlock()
-	s.unflushed.Add(int64(n))
+	if n > 0 {
+		s.unflushed.Add(int64(n))
+	}
 	s.txTaken = s.txTaken[:0]
-	s.wake()
+	if wasEmpty {
+		s.wake()
+	}
 }
 
 // Actualize implements ISequencer.

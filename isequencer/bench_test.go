@@ -1,0 +1,227 @@
+package isequencer
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// benchStorage is a fast in-memory ISeqStorage for benchmarks. Like the
+// real stores (one partition per workspace) it keeps a workspace's numbers
+// together, in 16 shards; the PLog is a slice indexed by offset-1.
+type benchStorage struct {
+	shards     [16]benchShard
+	mu         sync.Mutex
+	nextOffset PLogOffset
+	plog       [][]SeqValue
+	reads      atomic.Int64
+}
+
+type benchShard struct {
+	mu   sync.RWMutex
+	nums map[WSID]*[4]Number // by SeqID; the test kinds use SeqIDs 1..3
+}
+
+func newBenchStorage() *benchStorage {
+	b := &benchStorage{}
+	for i := range b.shards {
+		b.shards[i].nums = map[WSID]*[4]Number{}
+	}
+	return b
+}
+
+func (b *benchStorage) shard(ws WSID) *benchShard { return &b.shards[ws%16] }
+
+func (b *benchStorage) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
+	b.reads.Add(1)
+	out := make([]Number, len(ids))
+	sh := b.shard(ws)
+	sh.mu.RLock()
+	if nums := sh.nums[ws]; nums != nil {
+		for i, id := range ids {
+			out[i] = nums[id&3]
+		}
+	}
+	sh.mu.RUnlock()
+	return out, nil
+}
+
+func (b *benchStorage) ReadNextPLogOffset() (PLogOffset, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nextOffset, nil
+}
+
+func (b *benchStorage) WriteValuesAndNextPLogOffset(batch []SeqValue, next PLogOffset) error {
+	for _, v := range batch {
+		sh := b.shard(v.Key.WSID)
+		sh.mu.Lock()
+		nums := sh.nums[v.Key.WSID]
+		if nums == nil {
+			nums = new([4]Number)
+			sh.nums[v.Key.WSID] = nums
+		}
+		nums[v.Key.SeqID&3] = v.Value
+		sh.mu.Unlock()
+	}
+	b.mu.Lock()
+	b.nextOffset = next
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *benchStorage) ActualizeSequencesFromPLog(ctx context.Context, from PLogOffset, batcher func([]SeqValue, PLogOffset) error) error {
+	for i := int(from) - 1; i < len(b.plog); i++ {
+		if i&1023 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := batcher(b.plog[i], PLogOffset(i+1)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchParams(st ISeqStorage, lru int) *Params {
+	return &Params{SeqTypes: testSeqTypes(), SeqStorage: st, LRUCacheSize: lru, Logger: quietLogger()}
+}
+
+func spinStart(s ISequencer, ws WSID) {
+	for {
+		if _, ok := s.Start(kindApp, ws); ok {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// BenchmarkSequencer: one op is Start + Next of 3 SeqIDs + Flush, over
+// workspaces round-robin, after a warm-up pass. The last case sizes the
+// cache for 100,000 workspaces (LRUCacheSize 300,000 numbers) and touches
+// 1,000,000, so every op misses; reads/op counts ReadNumbers calls.
+func BenchmarkSequencer(b *testing.B) {
+	for _, tc := range []struct {
+		name       string
+		workspaces int
+		lru        int
+	}{
+		{"workspaces=1", 1, DefaultLRUCacheSize},
+		{"workspaces=10000", 10_000, 3 * 10_000},
+		{"workspaces=1000000/lru=100000ws", 1_000_000, 3 * 100_000},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			st := newBenchStorage()
+			s, cleanup, err := New(benchParams(st, tc.lru))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cleanup()
+			op := func(ws WSID) {
+				spinStart(s, ws)
+				for _, id := range [...]SeqID{seqWLog, seqRecord, seqCDoc} {
+					if _, err := s.Next(id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.Flush()
+			}
+			for ws := 1; ws <= tc.workspaces; ws++ {
+				op(WSID(ws))
+			}
+			reads0 := st.reads.Load()
+			ws := 1
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				op(WSID(ws))
+				if ws++; ws > tc.workspaces {
+					ws = 1
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(st.reads.Load()-reads0)/float64(b.N), "reads/op")
+		})
+	}
+}
+
+// BenchmarkRecovery measures New until the first ok Start: a replay of
+// 1,000,000 unflushed events over 10,000 workspaces (3 numbers each), and
+// a replay of a 100-event tail after the stored offset.
+func BenchmarkRecovery(b *testing.B) {
+	const events, workspaces = 1_000_000, 10_000
+	st := newBenchStorage()
+	st.plog = make([][]SeqValue, events)
+	for i := range events {
+		ws := WSID(1 + i%workspaces)
+		n := Number(i/workspaces + 1)
+		st.plog[i] = []SeqValue{
+			{Key: NumberKey{WSID: ws, SeqID: seqWLog}, Value: n},
+			{Key: NumberKey{WSID: ws, SeqID: seqRecord}, Value: 200_000 + n},
+			{Key: NumberKey{WSID: ws, SeqID: seqCDoc}, Value: 322_680_000 + n},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		stored PLogOffset
+	}{
+		{fmt.Sprintf("unflushed=%d/workspaces=%d", events, workspaces), 0},
+		{"tail=100", events - 99},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				// A fresh storage view per run: flushes of an earlier run
+				// must not shorten the replay.
+				run := newBenchStorage()
+				run.nextOffset, run.plog = tc.stored, st.plog
+				b.StartTimer()
+				s, cleanup, err := New(benchParams(run, DefaultLRUCacheSize))
+				if err != nil {
+					b.Fatal(err)
+				}
+				spinStart(s, 1)
+				b.StopTimer()
+				s.Flush()
+				cleanup()
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkCacheHeap reports the heap held per cached number after
+// touching 1,000,000 workspaces of 3 sequences with a cache that holds
+// them all.
+func BenchmarkCacheHeap(b *testing.B) {
+	const workspaces = 1_000_000
+	var perNumber float64
+	for range b.N {
+		st := newBenchStorage()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := newSequencer(*benchParams(st, 3*workspaces))
+		s.p.EnsureDefaults()
+		for ws := WSID(1); ws <= workspaces; ws++ {
+			s.inTx, s.txWS, s.txKind, s.txNums = true, ws, s.kinds[kindApp], nil
+			for _, id := range [...]SeqID{seqWLog, seqRecord, seqCDoc} {
+				if _, err := s.Next(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			s.inTx, s.txTaken = false, s.txTaken[:0]
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if s.cache.len() != workspaces {
+			b.Fatalf("cached %d workspaces, want %d", s.cache.len(), workspaces)
+		}
+		perNumber = float64(after.HeapAlloc-before.HeapAlloc) / (3 * workspaces)
+		runtime.KeepAlive(s)
+		s.cancel()
+	}
+	b.ReportMetric(perNumber, "B/number")
+}

@@ -1,0 +1,174 @@
+package isequencer
+
+import (
+	"context"
+	"flag"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var (
+	modelSeed  = flag.Uint64("model.seed", 0, "seed of TestModel (0: time-based)")
+	modelSteps = flag.Int("model.steps", 4000, "steps of TestModel per run")
+)
+
+// flakyStorage fails calls of the wrapped mockStorage at a chosen rate.
+// Half of the failed writes are applied before they report failure (an
+// unknown outcome).
+type flakyStorage struct {
+	*mockStorage
+	mu   sync.Mutex
+	rng  *rand.Rand
+	rate float64
+}
+
+func (f *flakyStorage) fail() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rate > 0 && f.rng.Float64() < f.rate
+}
+
+func (f *flakyStorage) coin() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rng.IntN(2) == 0
+}
+
+func (f *flakyStorage) setRate(r float64) { f.mu.Lock(); f.rate = r; f.mu.Unlock() }
+
+func (f *flakyStorage) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
+	if f.fail() {
+		return nil, errStorage
+	}
+	return f.mockStorage.ReadNumbers(ws, ids)
+}
+
+func (f *flakyStorage) ReadNextPLogOffset() (PLogOffset, error) {
+	if f.fail() {
+		return 0, errStorage
+	}
+	return f.mockStorage.ReadNextPLogOffset()
+}
+
+func (f *flakyStorage) WriteValuesAndNextPLogOffset(b []SeqValue, o PLogOffset) error {
+	if f.fail() {
+		if f.coin() {
+			_ = f.mockStorage.WriteValuesAndNextPLogOffset(b, o)
+		}
+		return errStorage
+	}
+	return f.mockStorage.WriteValuesAndNextPLogOffset(b, o)
+}
+
+func (f *flakyStorage) ActualizeSequencesFromPLog(ctx context.Context, o PLogOffset, cb func([]SeqValue, PLogOffset) error) error {
+	if f.fail() {
+		return errStorage
+	}
+	return f.mockStorage.ActualizeSequencesFromPLog(ctx, o, cb)
+}
+
+// TestModel drives the sequencer with a seeded random sequence of
+// transactions, failed event writes (Actualize), restarts and storage
+// faults, and checks every number against a model of what is durable:
+// numbers of a (WSID, SeqID) strictly increase within a sequencer's run
+// between actualizations, always exceed every number in a durable event,
+// and PLog offsets are never reused. Replay with -model.seed.
+func TestModel(t *testing.T) {
+	seed := *modelSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("replay with: go test -run 'TestModel$' -model.seed %d ./isequencer/", seed)
+		}
+	})
+	rng := rand.New(rand.NewPCG(seed, 1))
+	st := &flakyStorage{mockStorage: newMockStorage(), rng: rand.New(rand.NewPCG(seed, 2))}
+	params := func(p *Params) {
+		p.MaxNumUnflushedValues = 1 + rng.IntN(40)
+		p.LRUCacheSize = 3 * (1 + rng.IntN(30))
+	}
+	s, cleanup := newTestSequencer(t, st, params)
+
+	durable := map[NumberKey]Number{} // largest number in a durable event
+	issued := map[NumberKey]Number{}  // largest number issued since the last actualization
+	var lastDurableOffset PLogOffset
+	kinds := []WSKind{kindApp, kindUser}
+	seqs := []SeqID{seqWLog, seqRecord, seqCDoc, 77}
+	restarts, actualizes, events := 0, 0, 0
+
+	resetIssued := func() {
+		clear(issued)
+		for k, v := range durable {
+			issued[k] = v
+		}
+	}
+	for step := 0; step < *modelSteps; step++ {
+		switch r := rng.IntN(100); {
+		case r < 3:
+			cleanup()
+			s, cleanup = newTestSequencer(t, st, params)
+			resetIssued()
+			restarts++
+			continue
+		case r < 6:
+			st.setRate([]float64{0, 0, 0.1, 0.3}[rng.IntN(4)])
+			continue
+		}
+		ws := WSID(1 + rng.IntN(60))
+		kind := kinds[rng.IntN(len(kinds))]
+		off := waitStart(t, s, kind, ws)
+		require.Greater(t, off, lastDurableOffset, "step %d: offset %d not after the last durable one", step, off)
+		var taken []SeqValue
+		failed := false
+		for range rng.IntN(5) {
+			id := seqs[rng.IntN(len(seqs))]
+			n, err := s.Next(id)
+			if err != nil {
+				if _, known := testSeqTypes()[kind][id]; !known {
+					require.ErrorIs(t, err, ErrUnknownSeqID, "step %d", step)
+					continue
+				}
+				require.ErrorIs(t, err, errStorage, "step %d", step)
+				failed = true
+				break
+			}
+			k := NumberKey{WSID: ws, SeqID: id}
+			require.Greater(t, n, durable[k], "step %d: %v: number %d not above durable %d (seed %d)", step, k, n, durable[k], seed)
+			require.Greater(t, n, issued[k], "step %d: %v: number %d not above issued %d (seed %d)", step, k, n, issued[k], seed)
+			issued[k] = n
+			taken = append(taken, SeqValue{Key: k, Value: n})
+		}
+		if failed || rng.IntN(100) < 12 {
+			s.Actualize()
+			resetIssued()
+			actualizes++
+			continue
+		}
+		require.True(t, st.writeEvent(off, taken), "step %d: PLog offset %d reused (seed %d)", step, off, seed)
+		events++
+		lastDurableOffset = off
+		for _, v := range taken {
+			durable[v.Key] = max(durable[v.Key], v.Value)
+		}
+		s.Flush()
+	}
+	cleanup()
+	t.Logf("seed %d: %d steps, %d events, %d actualizations, %d restarts", seed, *modelSteps, events, actualizes, restarts)
+
+	// The PLog itself: per key, numbers strictly increase with the offset.
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	last := map[NumberKey]Number{}
+	for o := PLogOffset(1); o <= lastDurableOffset; o++ {
+		for _, v := range st.plog[o] {
+			require.Greater(t, v.Value, last[v.Key], "PLog offset %d key %v", o, v.Key)
+			last[v.Key] = v.Value
+		}
+	}
+}
