@@ -1,0 +1,211 @@
+// Package apppart runs the command flow of one application partition: it
+// owns the partition's sequencer and writes each command's event to the
+// partition's event log at the offset the sequencer hands out.
+//
+//	Start (busy -> ErrBusy) -> Next... -> write the event -> Flush
+//	                                   \-> write failed  -> Actualize
+package apppart
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+)
+
+var (
+	// ErrBusy: the partition is actualizing or has too many values waiting
+	// to be flushed. Retry later; a server maps it to 503.
+	ErrBusy = errors.New("apppart: partition busy")
+	// ErrInvalidCommand wraps a command that was refused before it took
+	// any number (WSID 0, unknown WSKind or SeqID).
+	ErrInvalidCommand = errors.New("apppart: invalid command")
+	// ErrWrite wraps a failed event write; the partition actualizes and the
+	// numbers of the command are not used.
+	ErrWrite = errors.New("apppart: event write failed")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("apppart: closed")
+	// ErrInvalidOptions wraps every problem New finds in Options.
+	ErrInvalidOptions = errors.New("apppart: invalid options")
+)
+
+// Event is what a command appends to the partition's event log: the
+// workspace and the numbers the command took.
+type Event struct {
+	Offset  isequencer.PLogOffset
+	WSKind  isequencer.WSKind
+	WSID    isequencer.WSID
+	Numbers []isequencer.SeqValue
+	Payload []byte
+}
+
+// EventLog appends events to a partition's log. Append must either store
+// the event durably at e.Offset or return an error; it must never replace
+// an event already stored at that offset unless the log's write mode says
+// so. e and its slices are valid only during the call.
+type EventLog interface {
+	Append(ctx context.Context, e *Event) error
+}
+
+// Command asks for one number of each SeqID in Seqs (repeats allowed) in
+// one workspace, and carries an opaque payload for the event.
+type Command struct {
+	WSKind  isequencer.WSKind
+	WSID    isequencer.WSID
+	Seqs    []isequencer.SeqID
+	Payload []byte
+}
+
+// Result is what a command got: the offset of its event and its numbers, in
+// the order of Command.Seqs.
+type Result struct {
+	Offset  isequencer.PLogOffset
+	Numbers []isequencer.Number
+}
+
+// Options configure a Partition.
+type Options struct {
+	// Sequencer configures the partition's sequencer; SeqTypes and
+	// SeqStorage are required.
+	Sequencer isequencer.Params
+	// Log is the partition's event log. Required.
+	Log EventLog
+	// WriteTimeout bounds one event write. Default 5 s.
+	WriteTimeout time.Duration
+	// Logger receives write failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults sets zero fields to their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Sequencer.Logger == nil {
+		o.Sequencer.Logger = o.Logger
+	}
+	o.Sequencer.EnsureDefaults()
+}
+
+// Validate reports every problem of o at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Log == nil {
+		errs = append(errs, fmt.Errorf("%w: Log is nil", ErrInvalidOptions))
+	}
+	if o.WriteTimeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: WriteTimeout %v, must be >= 0", ErrInvalidOptions, o.WriteTimeout))
+	}
+	if err := o.Sequencer.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidOptions, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Partition serialises the commands of one partition. Do is safe for
+// concurrent use; commands run one at a time.
+type Partition struct {
+	o       Options
+	mu      sync.Mutex
+	seq     isequencer.ISequencer
+	cleanup func()
+	closed  bool
+	ev      Event
+}
+
+// New validates o and starts the partition's sequencer, which actualizes
+// first: Do returns ErrBusy until it is done.
+func New(o Options) (*Partition, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	seq, cleanup, err := isequencer.New(&o.Sequencer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return &Partition{o: o, seq: seq, cleanup: cleanup}, nil
+}
+
+// Do runs one command. On success the command's event is durable at
+// Result.Offset. Errors: ErrInvalidCommand (nothing taken), ErrBusy (retry
+// later), ErrWrite (the event was not written; its numbers are void), a
+// wrapped sequencer error (ErrUnknownSeqID, ErrNumberOverflow, storage),
+// ErrClosed, or ctx's error.
+func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
+	if err := p.check(cmd); err != nil {
+		return Result{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Result{}, ErrClosed
+	}
+	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
+	if !ok {
+		return Result{}, ErrBusy
+	}
+	p.ev = Event{Offset: off, WSKind: cmd.WSKind, WSID: cmd.WSID, Numbers: p.ev.Numbers[:0], Payload: cmd.Payload}
+	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
+	for _, id := range cmd.Seqs {
+		n, err := p.seq.Next(id)
+		if err != nil {
+			// The transaction took numbers that no event will carry:
+			// cancel it and rebuild from storage.
+			p.seq.Actualize()
+			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
+		}
+		nums = append(nums, n)
+		p.ev.Numbers = append(p.ev.Numbers, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: cmd.WSID, SeqID: id}, Value: n})
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.o.WriteTimeout)
+	err := p.o.Log.Append(wctx, &p.ev)
+	cancel()
+	if err != nil {
+		p.seq.Actualize()
+		p.o.Logger.Warn("apppart: event write failed, actualizing",
+			"plog_offset", off, "wsid", cmd.WSID, "err", err)
+		return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, err)
+	}
+	p.seq.Flush()
+	return Result{Offset: off, Numbers: nums}, nil
+}
+
+func (p *Partition) check(cmd Command) error {
+	if cmd.WSID == 0 {
+		return fmt.Errorf("%w: WSID 0", ErrInvalidCommand)
+	}
+	seqs, ok := p.o.Sequencer.SeqTypes[cmd.WSKind]
+	if !ok {
+		return fmt.Errorf("%w: unknown WSKind %d", ErrInvalidCommand, cmd.WSKind)
+	}
+	for _, id := range cmd.Seqs {
+		if _, ok := seqs[id]; !ok {
+			return fmt.Errorf("%w: SeqID %d is not defined for WSKind %d: %w", ErrInvalidCommand, id, cmd.WSKind, isequencer.ErrUnknownSeqID)
+		}
+	}
+	return nil
+}
+
+// Close stops the sequencer. Values not yet flushed are recovered from the
+// event log by the next New. Close waits for a command in progress.
+func (p *Partition) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	p.cleanup()
+	return nil
+}
