@@ -1,0 +1,137 @@
+// Package vvmadapter lays out the sequencer's durable state as rows of the
+// storage contract, byte-compatible with the reference platform:
+//
+//	numbers:   pKey = u32 PKeyPrefixSeqStorageWS (3) ‖ u32 ClusterAppID ‖ u64 WSID
+//	           cCols = u16 SeqID
+//	offset:    pKey = u32 PKeyPrefixSeqStoragePart (2) ‖ u32 ClusterAppID ‖ u16 PartitionID
+//	           cCols = u32 PLogOffsetCC (0)
+//	values:    big-endian u64
+//
+// All integers are big-endian. One workspace's numbers are one partition,
+// so reading all SeqIDs of a workspace is one partition read.
+package vvmadapter
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Key prefixes and clustering constants. Values are persisted: never change
+// them.
+const (
+	PKeyPrefixSeqStoragePart uint32 = 2
+	PKeyPrefixSeqStorageWS   uint32 = 3
+	// PLogOffsetCC is the clustering key of a partition's next PLog offset.
+	PLogOffsetCC uint32 = 0
+	// EpochCC is reserved for a partition's ownership epoch (fencing).
+	EpochCC uint32 = 1
+)
+
+// WSKey returns the partition key of a workspace's numbers.
+func WSKey(app isequencer.ClusterAppID, ws isequencer.WSID) []byte {
+	b := make([]byte, 0, 16)
+	b = binary.BigEndian.AppendUint32(b, PKeyPrefixSeqStorageWS)
+	b = binary.BigEndian.AppendUint32(b, uint32(app))
+	return binary.BigEndian.AppendUint64(b, uint64(ws))
+}
+
+// SeqCCols returns the clustering key of a sequence in its workspace.
+func SeqCCols(id isequencer.SeqID) []byte { return binary.BigEndian.AppendUint16(nil, uint16(id)) }
+
+// PartKey returns the partition key of a partition's sequencer state.
+func PartKey(app isequencer.ClusterAppID, part isequencer.PartitionID) []byte {
+	b := make([]byte, 0, 10)
+	b = binary.BigEndian.AppendUint32(b, PKeyPrefixSeqStoragePart)
+	b = binary.BigEndian.AppendUint32(b, uint32(app))
+	return binary.BigEndian.AppendUint16(b, uint16(part))
+}
+
+// PartCCols returns a clustering key in a partition's state (PLogOffsetCC,
+// EpochCC).
+func PartCCols(cc uint32) []byte { return binary.BigEndian.AppendUint32(nil, cc) }
+
+// EncodeU64 and DecodeU64 are the value layout.
+func EncodeU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// DecodeU64 decodes a stored value; what names the row in the error.
+func DecodeU64(b []byte, what string) (uint64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("vvmadapter: %s: value is %d bytes, want 8", what, len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// Adapter reads and writes one application's sequencer state.
+type Adapter struct {
+	st  storage.Storage
+	app isequencer.ClusterAppID
+}
+
+// New returns an Adapter over st for app.
+func New(st storage.Storage, app isequencer.ClusterAppID) *Adapter {
+	return &Adapter{st: st, app: app}
+}
+
+// GetNumbers reads the numbers of ids in workspace ws into dst (len(ids));
+// a missing number is 0. One GetBatch on one partition.
+func (a *Adapter) GetNumbers(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID, dst []isequencer.Number) error {
+	items := make([]storage.GetItem, len(ids))
+	for i, id := range ids {
+		items[i].CCols = SeqCCols(id)
+	}
+	if err := a.st.GetBatch(ctx, WSKey(a.app, ws), items); err != nil {
+		return fmt.Errorf("vvmadapter: reading numbers of WSID %d: %w", ws, err)
+	}
+	for i, it := range items {
+		dst[i] = 0
+		if !it.Ok {
+			continue
+		}
+		v, err := DecodeU64(it.Value, fmt.Sprintf("WSID %d SeqID %d", ws, ids[i]))
+		if err != nil {
+			return err
+		}
+		dst[i] = isequencer.Number(v)
+	}
+	return nil
+}
+
+// PutNumbers writes values with one PutBatch.
+func (a *Adapter) PutNumbers(ctx context.Context, values []isequencer.SeqValue) error {
+	if len(values) == 0 {
+		return nil
+	}
+	rows := make([]storage.Row, len(values))
+	for i, v := range values {
+		rows[i] = storage.Row{PKey: WSKey(a.app, v.Key.WSID), CCols: SeqCCols(v.Key.SeqID), Value: EncodeU64(uint64(v.Value))}
+	}
+	if err := a.st.PutBatch(ctx, rows); err != nil {
+		return fmt.Errorf("vvmadapter: writing %d numbers: %w", len(values), err)
+	}
+	return nil
+}
+
+// GetPLogOffset reads a partition's stored next PLog offset.
+func (a *Adapter) GetPLogOffset(ctx context.Context, part isequencer.PartitionID) (isequencer.PLogOffset, bool, error) {
+	b, ok, err := a.st.Get(ctx, PartKey(a.app, part), PartCCols(PLogOffsetCC))
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("vvmadapter: reading next PLog offset of partition %d: %w", part, err)
+		}
+		return 0, false, err
+	}
+	v, err := DecodeU64(b, fmt.Sprintf("next PLog offset of partition %d", part))
+	return isequencer.PLogOffset(v), err == nil, err
+}
+
+// PutPLogOffset writes a partition's next PLog offset.
+func (a *Adapter) PutPLogOffset(ctx context.Context, part isequencer.PartitionID, off isequencer.PLogOffset) error {
+	if err := a.st.Put(ctx, PartKey(a.app, part), PartCCols(PLogOffsetCC), EncodeU64(uint64(off))); err != nil {
+		return fmt.Errorf("vvmadapter: writing next PLog offset %d of partition %d: %w", off, part, err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package vvmadapter
+
+import (
+	"context"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage/mem"
+)
+
+// TestGoldenLayouts pins the persisted byte layouts.
+func TestGoldenLayouts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"WSKey", WSKey(0x01020304, 0x1122334455667788), "00000003" + "01020304" + "1122334455667788"},
+		{"SeqCCols", SeqCCols(0xA1B2), "a1b2"},
+		{"PartKey", PartKey(7, 0x0102), "00000002" + "00000007" + "0102"},
+		{"PartCCols offset", PartCCols(PLogOffsetCC), "00000000"},
+		{"PartCCols epoch", PartCCols(EpochCC), "00000001"},
+		{"value", EncodeU64(0x0102030405060708), "0102030405060708"},
+	} {
+		assert.Equal(t, tc.want, hex.EncodeToString(tc.got), tc.name)
+	}
+}
+
+func TestAdapterRoundTrip(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	ctx := context.Background()
+	a := New(st, 5)
+	dst := make([]isequencer.Number, 3)
+	require.NoError(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
+	assert.Equal(t, []isequencer.Number{0, 0, 0}, dst, "missing numbers are 0")
+	_, ok, err := a.GetPLogOffset(ctx, 1)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	require.NoError(t, a.PutNumbers(ctx, []isequencer.SeqValue{
+		{Key: isequencer.NumberKey{WSID: 1, SeqID: 2}, Value: 200},
+		{Key: isequencer.NumberKey{WSID: 2, SeqID: 2}, Value: 300},
+	}))
+	require.NoError(t, a.PutPLogOffset(ctx, 1, 42))
+	require.NoError(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
+	assert.Equal(t, []isequencer.Number{0, 200, 0}, dst)
+	off, ok, err := a.GetPLogOffset(ctx, 1)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, isequencer.PLogOffset(42), off)
+
+	other := New(st, 6)
+	require.NoError(t, other.GetNumbers(ctx, 1, []isequencer.SeqID{2}, dst[:1]))
+	assert.Zero(t, dst[0], "apps do not share numbers")
+
+	// A corrupt value is an error naming the row, not a panic.
+	require.NoError(t, st.Put(ctx, WSKey(5, 9), SeqCCols(1), []byte{1, 2, 3}))
+	err = a.GetNumbers(ctx, 9, []isequencer.SeqID{1}, dst[:1])
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "WSID 9 SeqID 1")
+}
