@@ -16,7 +16,7 @@ STATE        := $(CACHE)/cassandra.state.json
 VENV         := $(CURDIR)/.venv
 CQLSH        := $(VENV)/bin/cqlsh
 CQLSH_VER    ?= 6.2.2
-STATICCHECK_VER ?= 2026.2.2
+STATICCHECK_VER ?= v0.8.2
 LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -timeout 30m

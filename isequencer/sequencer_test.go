@@ -307,9 +307,9 @@ func TestRestartContinuesFromFlushedAndReplayed(t *testing.T) {
 	waitFor(t, "flush", func() bool { _, off := st.stored(); return off == 6 })
 	// These are in the PLog only: writes fail until the restart.
 	st.set(func(m *mockStorage) { m.failWrite = errStorage })
-	_, lastBefore := issue(s, 1)
 	issue(s, 1)
-	_, lastBefore = issue(s, 1)
+	issue(s, 1)
+	_, lastBefore := issue(s, 1)
 	cleanup()
 	st.set(func(m *mockStorage) { m.failWrite = nil; m.eventsReplayed = 0 })
 
