@@ -30,7 +30,7 @@ func New(params *Params) (ISequencer, func(), error) {
 	}
 	s := newSequencer(p)
 	s.state.Store(stateActualizing)
-	s.mu.actualizeReq = true
+	s.actualizeReq.Store(true)
 	s.wg.Add(1)
 	go s.run()
 	s.wake()
@@ -67,8 +67,6 @@ type sequencer struct {
 	// is set the worker goroutine owns the caller-side fields below; the
 	// atomic store that clears it publishes them back to the caller.
 	state atomic.Uint32
-	// unflushed counts values accepted by Flush and not yet written.
-	unflushed atomic.Int64
 
 	// Caller-side: used only by Start/Next/Flush/Actualize.
 	cache      *wsCache
@@ -80,34 +78,49 @@ type sequencer struct {
 	txTaken    []SeqValue // values taken by the transaction
 	lastKind   *kindInfo  // memo of the last kinds lookup
 	overlayBuf []Number
+	tail       uint64 // caller's copy of ringTail
+
+	// Values accepted by Flush travel to the worker through a
+	// single-producer single-consumer ring: Flush writes ring[tail...]
+	// and publishes ringTail, then pubOffset (the next PLog offset); the
+	// worker reads pubOffset first, then ringTail, so the offset it writes
+	// never claims values it does not write. ringHead advances only once
+	// values are durable, so ring[ringHead:tail] is exactly what a cache
+	// miss must overlay on the stored numbers.
+	ring      []SeqValue
+	ringMask  uint64
+	ringTail  atomic.Uint64
+	ringHead  atomic.Uint64
+	pubOffset atomic.Uint64
+
+	// overflowN counts values in mu.overflow and mu.overflowTaken: values
+	// of a transaction too large for the ring's free space.
+	overflowN atomic.Int64
+	// hasRecovered is set while mu.recovered is not empty.
+	hasRecovered atomic.Bool
+	actualizeReq atomic.Bool
+	parked       atomic.Bool
 
 	mu struct {
 		sync.Mutex
-		// pending holds values of flushed transactions that the worker has
-		// not taken yet (keys may repeat); pendingOffset is the next PLog
-		// offset to store with them.
-		pending       []SeqValue
-		pendingOffset PLogOffset
-		// inTransit is the pending slice the worker is writing.
-		inTransit []SeqValue
+		overflow      []SeqValue
+		overflowTaken []SeqValue // being written by the worker
 		// recovered is the actualization result (sorted by key, unique)
 		// until it is written.
 		recovered []SeqValue
-		// writtenOffset is the next offset last written to storage.
-		writtenOffset PLogOffset
-		spare         []SeqValue
-		actualizeReq  bool
 	}
 
 	// Worker-side.
-	signal   chan struct{}
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	once     sync.Once
-	wbuf     []SeqValue
-	replay   map[NumberKey]Number
-	lastSeen PLogOffset
+	signal        chan struct{}
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
+	once          sync.Once
+	wbuf          []SeqValue
+	replay        map[NumberKey]Number
+	lastSeen      PLogOffset
+	head          uint64     // worker's copy of ringHead
+	writtenOffset PLogOffset // next offset last written to storage
 }
 
 func newSequencer(p Params) *sequencer {
@@ -137,8 +150,12 @@ func newSequencer(p Params) *sequencer {
 	s.cache = newWSCache(max(1, p.LRUCacheSize/width), width)
 	s.overlayBuf = make([]Number, width)
 	s.txTaken = make([]SeqValue, 0, 8)
-	s.mu.pending = make([]SeqValue, 0, p.MaxNumUnflushedValues+16)
-	s.mu.spare = make([]SeqValue, 0, p.MaxNumUnflushedValues+16)
+	size := 1
+	for size < 2*p.MaxNumUnflushedValues+256 {
+		size <<= 1
+	}
+	s.ring = make([]SeqValue, size)
+	s.ringMask = uint64(size - 1)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -172,7 +189,7 @@ func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 		}
 		return 0, false
 	}
-	if s.unflushed.Load() > int64(s.p.MaxNumUnflushedValues) {
+	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) {
 		s.m.Busy(BusyUnflushed)
 		return 0, false
 	}
@@ -249,24 +266,38 @@ func (s *sequencer) load(k *kindInfo) ([]Number, error) {
 	return nums, nil
 }
 
+// unflushedValues is the number of accepted values not yet durable.
+// Caller-side.
+func (s *sequencer) unflushedValues() int64 {
+	return int64(s.tail-s.ringHead.Load()) + s.overflowN.Load()
+}
+
 // overlay sets dst[i] to the largest accepted-but-unwritten value of
-// (ws, k.ids[i]), or 0.
+// (ws, k.ids[i]), or 0. Caller-side.
 func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
 	clear(dst)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	scan := func(vals []SeqValue) {
-		for _, v := range vals {
-			if v.Key.WSID != ws {
-				continue
-			}
-			if i := k.index(v.Key.SeqID); i >= 0 && v.Value > dst[i] {
-				dst[i] = v.Value
-			}
+	add := func(v SeqValue) {
+		if v.Key.WSID != ws {
+			return
+		}
+		if i := k.index(v.Key.SeqID); i >= 0 && v.Value > dst[i] {
+			dst[i] = v.Value
 		}
 	}
-	scan(s.mu.pending)
-	scan(s.mu.inTransit)
+	for i := s.ringHead.Load(); i != s.tail; i++ {
+		add(s.ring[i&s.ringMask])
+	}
+	if s.overflowN.Load() == 0 && !s.hasRecovered.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, v := range s.mu.overflow {
+		add(v)
+	}
+	for _, v := range s.mu.overflowTaken {
+		add(v)
+	}
 	if rec := s.mu.recovered; len(rec) > 0 {
 		for i, id := range k.ids {
 			key := NumberKey{WSID: ws, SeqID: id}
@@ -285,19 +316,23 @@ func (s *sequencer) Flush() {
 	s.inTx = false
 	s.txNums = nil
 	s.nextOffset++
-	n := len(s.txTaken)
-	s.mu.Lock()
-	// The worker re-checks pending after every write, so only the first
-	// value after it took the last batch needs to wake it.
-	wasEmpty := len(s.mu.pending) == 0
-	s.mu.pending = append(s.mu.pending, s.txTaken...)
-	s.mu.pendingOffset = s.nextOffset
-	s.mu.Unlock()
-	if n > 0 {
-		s.unflushed.Add(int64(n))
+	if n := uint64(len(s.txTaken)); n > 0 {
+		if s.tail+n-s.ringHead.Load() <= uint64(len(s.ring)) {
+			for i, v := range s.txTaken {
+				s.ring[(s.tail+uint64(i))&s.ringMask] = v
+			}
+			s.tail += n
+			s.ringTail.Store(s.tail)
+		} else {
+			s.mu.Lock()
+			s.mu.overflow = append(s.mu.overflow, s.txTaken...)
+			s.mu.Unlock()
+			s.overflowN.Add(int64(n))
+		}
 	}
+	s.pubOffset.Store(uint64(s.nextOffset))
 	s.txTaken = s.txTaken[:0]
-	if wasEmpty {
+	if s.parked.Load() {
 		s.wake()
 	}
 }
@@ -315,9 +350,7 @@ func (s *sequencer) Actualize() {
 		return
 	}
 	s.state.Or(stateActualizing)
-	s.mu.Lock()
-	s.mu.actualizeReq = true
-	s.mu.Unlock()
+	s.actualizeReq.Store(true)
 	s.wake()
 }
 

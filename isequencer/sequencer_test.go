@@ -259,10 +259,10 @@ func TestBusyWhileTooManyUnflushed(t *testing.T) {
 	}
 	require.True(t, busy, "Start must report busy once unflushed values exceed the limit")
 	assert.Positive(t, metrics.busy(BusyUnflushed))
+	waitFor(t, "a failed write", func() bool { return metrics.storageErrors("WriteValuesAndNextPLogOffset") > 0 })
 	st.set(func(m *mockStorage) { m.failWrite = nil })
 	waitStart(t, s, kindApp, 1)
 	s.Flush()
-	assert.Positive(t, metrics.storageErrors("WriteValuesAndNextPLogOffset"))
 }
 
 // TestEvictedWorkspaceKeepsUnflushedValues: a workspace evicted from the

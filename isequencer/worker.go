@@ -7,26 +7,29 @@ import (
 )
 
 // run is the sequencer's only goroutine. It actualizes on request and
-// otherwise writes accepted values. It owns wbuf and replay, and, while
-// stateActualizing is set, the caller-side fields. cleanup cancels ctx and
-// waits for it.
+// otherwise writes accepted values. It owns wbuf, replay, head and
+// writtenOffset, and, while stateActualizing is set, the caller-side fields.
+// cleanup cancels ctx and waits for it.
 func (s *sequencer) run() {
 	defer s.wg.Done()
 	for {
-		s.mu.Lock()
-		act := s.mu.actualizeReq
-		work := len(s.mu.pending) > 0 || len(s.mu.recovered) > 0 || s.mu.pendingOffset > s.mu.writtenOffset
-		s.mu.Unlock()
 		switch {
-		case act:
+		case s.actualizeReq.Load():
 			if !s.actualize() {
 				return
 			}
 			continue
-		case work:
+		case s.hasWork():
 			if !s.flush() {
 				return
 			}
+			continue
+		}
+		// Park. Flush wakes a parked worker; re-checking after announcing
+		// it closes the window in which a Flush could miss it.
+		s.parked.Store(true)
+		if s.actualizeReq.Load() || s.hasWork() {
+			s.parked.Store(false)
 			continue
 		}
 		select {
@@ -34,10 +37,16 @@ func (s *sequencer) run() {
 			return
 		case <-s.signal:
 		}
+		s.parked.Store(false)
 	}
 }
 
-// flush writes what is pending (and the actualization result, if not yet
+func (s *sequencer) hasWork() bool {
+	return PLogOffset(s.pubOffset.Load()) > s.writtenOffset || s.ringTail.Load() != s.head ||
+		s.overflowN.Load() > 0 || s.hasRecovered.Load()
+}
+
+// flush writes what was accepted (and the actualization result, if not yet
 // written) as one batch. It returns false if ctx is done.
 func (s *sequencer) flush() bool {
 	if d := s.p.BatcherDelay; d > 0 {
@@ -45,20 +54,19 @@ func (s *sequencer) flush() bool {
 			return false
 		}
 	}
-	s.mu.Lock()
-	if s.mu.actualizeReq {
-		s.mu.Unlock()
+	if s.actualizeReq.Load() {
 		return true
 	}
-	raw := s.mu.pending
-	s.mu.inTransit = raw
-	s.mu.pending = s.mu.spare[:0]
-	s.mu.spare = nil
+	offset := PLogOffset(s.pubOffset.Load()) // before ringTail: see sequencer.ring
+	tail := s.ringTail.Load()
+	s.mu.Lock()
+	over := s.mu.overflow
+	s.mu.overflow = nil
+	s.mu.overflowTaken = over
 	rec := s.mu.recovered
-	offset := s.mu.pendingOffset
 	s.mu.Unlock()
 
-	batch := s.dedupe(rec, raw)
+	batch := s.collect(rec, tail, over)
 	ok := s.retry(opWriteValues, func() error {
 		began := time.Now()
 		if err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset); err != nil {
@@ -67,31 +75,36 @@ func (s *sequencer) flush() bool {
 		s.m.Flushed(len(batch), time.Since(began))
 		return nil
 	})
-
+	if !ok {
+		return s.ctx.Err() == nil
+	}
+	if invariants && offset < s.writtenOffset {
+		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.writtenOffset, offset))
+	}
+	s.writtenOffset = max(s.writtenOffset, offset)
+	s.head = tail
+	s.ringHead.Store(tail)
 	s.mu.Lock()
-	s.mu.inTransit = nil
-	s.mu.spare = raw[:0]
-	if ok {
-		if invariants && offset < s.mu.writtenOffset {
-			panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.mu.writtenOffset, offset))
-		}
-		s.mu.writtenOffset = offset
-		if len(rec) > 0 {
-			s.mu.recovered = nil
-		}
+	s.mu.overflowTaken = nil
+	if len(rec) > 0 {
+		s.mu.recovered = nil
+		s.hasRecovered.Store(false)
 	}
 	s.mu.Unlock()
-	if ok {
-		s.m.Unflushed(int(s.unflushed.Add(-int64(len(raw)))))
-	}
+	n := s.overflowN.Add(-int64(len(over)))
+	s.m.Unflushed(int(n + int64(s.ringTail.Load()-tail)))
 	return s.ctx.Err() == nil
 }
 
-// dedupe returns the union of rec (sorted, unique) and raw as one batch
-// with unique keys, keeping the largest value of each. The result is in
-// s.wbuf.
-func (s *sequencer) dedupe(rec, raw []SeqValue) []SeqValue {
-	b := append(append(s.wbuf[:0], rec...), raw...)
+// collect returns rec (sorted, unique), ring[head:tail] and over as one
+// batch with unique keys, keeping the largest value of each. The result is
+// in s.wbuf.
+func (s *sequencer) collect(rec []SeqValue, tail uint64, over []SeqValue) []SeqValue {
+	b := append(s.wbuf[:0], rec...)
+	for i := s.head; i != tail; i++ {
+		b = append(b, s.ring[i&s.ringMask])
+	}
+	b = append(b, over...)
 	slices.SortFunc(b, compareSeqValues)
 	out := b[:0]
 	for _, v := range b {
@@ -109,13 +122,17 @@ func (s *sequencer) dedupe(rec, raw []SeqValue) []SeqValue {
 // It returns false if ctx is done.
 func (s *sequencer) actualize() bool {
 	began := time.Now()
+	s.actualizeReq.Store(false)
+	// The caller is locked out (stateActualizing): reset both ends.
+	s.tail, s.head = 0, 0
+	s.ringTail.Store(0)
+	s.ringHead.Store(0)
+	s.pubOffset.Store(0)
 	s.mu.Lock()
-	s.mu.actualizeReq = false
-	s.mu.pending = s.mu.pending[:0]
-	s.mu.pendingOffset = 0
-	s.mu.recovered = nil
+	s.mu.overflow, s.mu.overflowTaken, s.mu.recovered = nil, nil, nil
 	s.mu.Unlock()
-	s.unflushed.Store(0)
+	s.overflowN.Store(0)
+	s.hasRecovered.Store(false)
 	s.m.Unflushed(0)
 
 	var stored PLogOffset
@@ -168,9 +185,10 @@ func (s *sequencer) actualize() bool {
 	s.nextOffset = next
 	s.mu.Lock()
 	s.mu.recovered = rec
-	s.mu.pendingOffset = next
-	s.mu.writtenOffset = max(stored, 1)
 	s.mu.Unlock()
+	s.hasRecovered.Store(len(rec) > 0)
+	s.writtenOffset = max(stored, 1)
+	s.pubOffset.Store(uint64(next))
 	took := time.Since(began)
 	s.state.And(^stateActualizing)
 	s.m.Actualized(events, took)
@@ -202,13 +220,8 @@ func (s *sequencer) retry(op string, f func() error) bool {
 		if !s.sleep(delay) {
 			return false
 		}
-		if op == opWriteValues {
-			s.mu.Lock()
-			moot := s.mu.actualizeReq
-			s.mu.Unlock()
-			if moot {
-				return false
-			}
+		if op == opWriteValues && s.actualizeReq.Load() {
+			return false
 		}
 		delay = min(2*delay, s.p.MaxRetryDelay)
 	}
@@ -226,10 +239,7 @@ func (s *sequencer) sleep(d time.Duration) bool {
 		case <-t.C:
 			return true
 		case <-s.signal:
-			s.mu.Lock()
-			act := s.mu.actualizeReq
-			s.mu.Unlock()
-			if act {
+			if s.actualizeReq.Load() {
 				return true
 			}
 		}
