@@ -9,43 +9,30 @@ import (
 	"testing"
 )
 
-// benchStorage is a fast in-memory ISeqStorage for benchmarks. Like the
-// real stores (one partition per workspace) it keeps a workspace's numbers
-// together, in 16 shards; the PLog is a slice indexed by offset-1.
+// benchStorage is a fast in-memory ISeqStorage for benchmarks, so that
+// they measure the sequencer rather than a storage: numbers live in a dense
+// array indexed by WSID (the benchmarks use WSIDs 1..maxBenchWS) and SeqID,
+// written with atomics; the PLog is a slice indexed by offset-1.
 type benchStorage struct {
-	shards     [16]benchShard
+	nums       []atomic.Uint64 // [ws*4 + seqID]
 	mu         sync.Mutex
 	nextOffset PLogOffset
 	plog       [][]SeqValue
 	reads      atomic.Int64
 }
 
-type benchShard struct {
-	mu   sync.RWMutex
-	nums map[WSID]*[4]Number // by SeqID; the test kinds use SeqIDs 1..3
-}
+const maxBenchWS = 1_000_000
 
 func newBenchStorage() *benchStorage {
-	b := &benchStorage{}
-	for i := range b.shards {
-		b.shards[i].nums = map[WSID]*[4]Number{}
-	}
-	return b
+	return &benchStorage{nums: make([]atomic.Uint64, 4*(maxBenchWS+1))}
 }
-
-func (b *benchStorage) shard(ws WSID) *benchShard { return &b.shards[ws%16] }
 
 func (b *benchStorage) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
 	b.reads.Add(1)
 	out := make([]Number, len(ids))
-	sh := b.shard(ws)
-	sh.mu.RLock()
-	if nums := sh.nums[ws]; nums != nil {
-		for i, id := range ids {
-			out[i] = nums[id&3]
-		}
+	for i, id := range ids {
+		out[i] = Number(b.nums[uint64(ws)*4+uint64(id&3)].Load())
 	}
-	sh.mu.RUnlock()
 	return out, nil
 }
 
@@ -57,15 +44,7 @@ func (b *benchStorage) ReadNextPLogOffset() (PLogOffset, error) {
 
 func (b *benchStorage) WriteValuesAndNextPLogOffset(batch []SeqValue, next PLogOffset) error {
 	for _, v := range batch {
-		sh := b.shard(v.Key.WSID)
-		sh.mu.Lock()
-		nums := sh.nums[v.Key.WSID]
-		if nums == nil {
-			nums = new([4]Number)
-			sh.nums[v.Key.WSID] = nums
-		}
-		nums[v.Key.SeqID&3] = v.Value
-		sh.mu.Unlock()
+		b.nums[uint64(v.Key.WSID)*4+uint64(v.Key.SeqID&3)].Store(uint64(v.Value))
 	}
 	b.mu.Lock()
 	b.nextOffset = next

@@ -76,9 +76,16 @@ func New(st storage.Storage, app isequencer.ClusterAppID) *Adapter {
 	return &Adapter{st: st, app: app}
 }
 
-// GetNumbers reads the numbers of ids in workspace ws into dst (len(ids));
-// a missing number is 0. One GetBatch on one partition.
+// GetNumbers reads the numbers of ids in workspace ws into dst[:len(ids)];
+// a missing number is 0. One GetBatch on one partition. A dst shorter than
+// ids is an error wrapping storage.ErrInvalidArgument.
 func (a *Adapter) GetNumbers(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID, dst []isequencer.Number) error {
+	if len(dst) < len(ids) {
+		return fmt.Errorf("vvmadapter: %w: %d SeqIDs, room for %d numbers", storage.ErrInvalidArgument, len(ids), len(dst))
+	}
+	if len(ids) == 0 {
+		return nil
+	}
 	items := make([]storage.GetItem, len(ids))
 	for i, id := range ids {
 		items[i].CCols = SeqCCols(id)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
@@ -63,4 +64,53 @@ func TestAdapterRoundTrip(t *testing.T) {
 	err = a.GetNumbers(ctx, 9, []isequencer.SeqID{1}, dst[:1])
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "WSID 9 SeqID 1")
+}
+
+// TestStoredRows pins the rows the adapter writes, byte for byte, as read
+// back from the storage.
+func TestStoredRows(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	ctx := context.Background()
+	a := New(st, 0x0A0B0C0D)
+	require.NoError(t, a.PutNumbers(ctx, []isequencer.SeqValue{
+		{Key: isequencer.NumberKey{WSID: 0x0102030405060708, SeqID: 0x0304}, Value: 0xF1F2F3F4F5F6F7F8},
+	}))
+	require.NoError(t, a.PutPLogOffset(ctx, 0xBEEF, 0x1122))
+
+	type kv struct{ c, v string }
+	read := func(pKey string) (got []kv) {
+		pk, err := hex.DecodeString(pKey)
+		require.NoError(t, err)
+		require.NoError(t, st.Read(ctx, pk, nil, nil, func(c, v []byte) error {
+			got = append(got, kv{hex.EncodeToString(c), hex.EncodeToString(v)})
+			return nil
+		}))
+		return got
+	}
+	assert.Equal(t, []kv{{"0304", "f1f2f3f4f5f6f7f8"}}, read("00000003"+"0a0b0c0d"+"0102030405060708"))
+	assert.Equal(t, []kv{{"00000000", "0000000000001122"}}, read("00000002"+"0a0b0c0d"+"beef"))
+}
+
+func TestBadInput(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	ctx := context.Background()
+	a := New(st, 1)
+
+	err := a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2}, make([]isequencer.Number, 1))
+	require.ErrorIs(t, err, storage.ErrInvalidArgument)
+
+	require.NoError(t, st.Put(ctx, PartKey(1, 3), PartCCols(PLogOffsetCC), []byte{1}))
+	_, ok, err := a.GetPLogOffset(ctx, 3)
+	require.Error(t, err)
+	assert.False(t, ok)
+	assert.Contains(t, err.Error(), "partition 3")
+
+	require.NoError(t, st.Close())
+	_, _, err = a.GetPLogOffset(ctx, 3)
+	require.ErrorIs(t, err, storage.ErrClosed)
+	require.ErrorIs(t, a.PutPLogOffset(ctx, 3, 1), storage.ErrClosed)
+	require.ErrorIs(t, a.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 1, SeqID: 1}, Value: 1}}), storage.ErrClosed)
+	require.ErrorIs(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1}, make([]isequencer.Number, 1)), storage.ErrClosed)
 }

@@ -1,7 +1,11 @@
-// Package integration runs cqlseq against a real CQL cluster. It is its own
-// Go module so that testcontainers never reaches library users.
+// Package itest is the shared harness of cqlseq's integration tests (the
+// integration module, its own Go module so that testcontainers never reaches
+// library users). Every test package of the module calls Main from its
+// TestMain:
 //
-// TestMain finds the cluster in this order:
+//	func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
+//
+// Main finds the cluster in this order:
 //  1. CQLSEQ_CQL_HOSTS (comma-separated host:port list), engine from
 //     CQLSEQ_CQL_ENGINE or detected;
 //  2. a ScyllaDB container (testcontainers modules/scylladb) when a Docker
@@ -10,9 +14,10 @@
 //     testenv/cassandra.
 //
 // With CI=true, finding no cluster fails the run; otherwise it skips it.
-// One uniquely named keyspace is created (and migrated) per run and dropped
-// at the end; tests sharing it must use their own keys (see newStorage).
-package integration
+// One uniquely named keyspace is created (and migrated) per test binary and
+// dropped at the end; tests sharing it must use keys of their own, or take a
+// fresh keyspace with NewKeyspace.
+package itest
 
 import (
 	"context"
@@ -21,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +42,7 @@ import (
 // as docker-compose.yml.
 const scyllaImage = "scylladb/scylla:6.2.3"
 
-// testCluster describes the cluster found by TestMain.
+// testCluster describes the cluster found by Main.
 var testCluster struct {
 	hosts    []string
 	engine   string // "cassandra" or "scylla"
@@ -45,9 +51,9 @@ var testCluster struct {
 	keyspace string // the run's shared keyspace
 }
 
-func TestMain(m *testing.M) { os.Exit(runMain(m)) }
-
-func runMain(m *testing.M) int {
+// Main finds the cluster, creates the run's keyspace, runs the tests, drops
+// the keyspace and stops what it started. It returns the exit code.
+func Main(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	stop, err := findCluster(ctx)
@@ -88,12 +94,12 @@ func findCluster(ctx context.Context) (stop func(), err error) {
 		if err == nil {
 			return stop, nil
 		}
-		reasons = append(reasons, fmt.Errorf("ScyllaDB container: %w", err))
+		reasons = append(reasons, fmt.Errorf("scylladb container: %w", err))
 	}
 	o := cassandra.Options{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "integration: "+f+"\n", a...) }}
 	inst, err := cassandra.Start(ctx, o)
 	if err != nil {
-		reasons = append(reasons, fmt.Errorf("Cassandra launcher: %w", err))
+		reasons = append(reasons, fmt.Errorf("cassandra launcher: %w", err))
 		return nil, errors.Join(reasons...)
 	}
 	testCluster.hosts = []string{inst.Host}
@@ -193,14 +199,28 @@ func newClusterConfig() *gocql.ClusterConfig {
 	return c
 }
 
-// cluster returns a config for the test cluster (keyspace unset).
-func cluster(t testing.TB) *gocql.ClusterConfig {
-	t.Helper()
-	return newClusterConfig()
-}
+// Hosts returns the cluster's contact points (host:port).
+func Hosts() []string { return slices.Clone(testCluster.hosts) }
 
-// session opens a session to the test cluster, closed at cleanup.
-func session(t testing.TB) *gocql.Session {
+// Engine returns "cassandra" or "scylla".
+func Engine() string { return testCluster.engine }
+
+// Release returns the server's release_version.
+func Release() string { return testCluster.release }
+
+// Source says how the cluster was found: "env", "testcontainers" or
+// "launcher".
+func Source() string { return testCluster.source }
+
+// Keyspace returns the run's shared keyspace, with cqlseq's schema applied.
+func Keyspace() string { return testCluster.keyspace }
+
+// ClusterConfig returns a config for the test cluster, keyspace unset.
+func ClusterConfig() *gocql.ClusterConfig { return newClusterConfig() }
+
+// Session returns a session to the test cluster (keyspace unset), closed at
+// the test's cleanup.
+func Session(t testing.TB) *gocql.Session {
 	t.Helper()
 	s, err := newClusterConfig().CreateSession()
 	if err != nil {
@@ -210,15 +230,15 @@ func session(t testing.TB) *gocql.Session {
 	return s
 }
 
-// uniqueName returns prefix followed by 12 random hex digits: a valid CQL
+// UniqueName returns prefix followed by 12 random hex digits: a valid CQL
 // identifier of at most 48 characters when prefix is short.
-func uniqueName(prefix string) string {
+func UniqueName(prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// replicationFor returns the replication map of a test keyspace.
-func replicationFor() string {
+// Replication returns the replication map of a test keyspace.
+func Replication() string {
 	return "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 }

@@ -1,4 +1,4 @@
-package integration
+package itest
 
 import (
 	"context"
@@ -18,7 +18,7 @@ func createKeyspace(ctx context.Context, s *gocql.Session, name string) error {
 	if !validKeyspace.MatchString(name) {
 		return fmt.Errorf("invalid keyspace name %q", name)
 	}
-	stmt := "CREATE KEYSPACE IF NOT EXISTS " + name + " WITH replication = " + replicationFor()
+	stmt := "CREATE KEYSPACE IF NOT EXISTS " + name + " WITH replication = " + Replication()
 	if testCluster.engine == "scylla" {
 		stmt += " AND tablets = {'enabled': false}" // LWT needs vnodes on older ScyllaDB
 	}
@@ -47,7 +47,7 @@ func createRunKeyspace(ctx context.Context) (string, func() error, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	name := uniqueName("cqlseq_it_")
+	name := UniqueName("cqlseq_it_")
 	if err := prepareKeyspace(ctx, s, name); err != nil {
 		s.Close()
 		return "", nil, err
@@ -61,12 +61,12 @@ func createRunKeyspace(ctx context.Context) (string, func() error, error) {
 	return name, drop, nil
 }
 
-// newKeyspace creates a fresh keyspace with cqlseq's schema for one test and
+// NewKeyspace creates a fresh keyspace with cqlseq's schema for one test and
 // drops it at cleanup.
-func newKeyspace(t testing.TB) string {
+func NewKeyspace(t testing.TB) string {
 	t.Helper()
-	s := session(t)
-	name := uniqueName("cqlseq_t_")
+	s := Session(t)
+	name := UniqueName("cqlseq_t_")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := prepareKeyspace(ctx, s, name); err != nil {

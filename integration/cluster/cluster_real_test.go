@@ -1,29 +1,35 @@
-package integration
+// Package cluster proves the test cluster is real.
+package cluster
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/integration/itest"
 )
+
+func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
 
 // TestClusterIsReal proves the cluster is a real CQL server with working
 // lightweight transactions: an INSERT ... IF NOT EXISTS applies once and only
 // once, its result is read by column name, and a SERIAL read sees the row.
 func TestClusterIsReal(t *testing.T) {
-	s := session(t)
+	s := itest.Session(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
 	var release, cluster string
 	require.NoError(t, s.Query("SELECT release_version, cluster_name FROM system.local").WithContext(ctx).Scan(&release, &cluster))
-	t.Logf("server release_version %s, cluster %q, engine %s, source %s", release, cluster, testCluster.engine, testCluster.source)
+	t.Logf("server release_version %s, cluster %q, engine %s, source %s", release, cluster, itest.Engine(), itest.Source())
 	require.NotEmpty(t, release)
 
-	ks := testCluster.keyspace
-	table := uniqueName("lwt_")
+	ks := itest.Keyspace()
+	table := itest.UniqueName("lwt_")
 	require.NoError(t, s.Query("CREATE TABLE "+ks+"."+table+" (k text PRIMARY KEY, v int)").WithContext(ctx).Exec())
 	require.NoError(t, s.AwaitSchemaAgreement(ctx))
 
