@@ -33,7 +33,7 @@ func newWSCache(maxWS, width int) *wsCache {
 	if width < 1 {
 		width = 1
 	}
-	pre := min(maxWS, 1024)
+	pre := min(maxWS, 128) // grows on demand; keeps New cheap
 	return &wsCache{
 		idx:   make(map[WSID]int32, pre),
 		slots: make([]cacheSlot, 0, pre),

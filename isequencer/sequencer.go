@@ -87,11 +87,17 @@ type sequencer struct {
 	// never claims values it does not write. ringHead advances only once
 	// values are durable, so ring[ringHead:tail] is exactly what a cache
 	// miss must overlay on the stored numbers.
+	// The producer's and the worker's atomics sit on cache lines of their
+	// own, so that neither side's writes invalidate the other's reads of
+	// unrelated fields.
 	ring      []SeqValue
 	ringMask  uint64
-	ringTail  atomic.Uint64
-	ringHead  atomic.Uint64
-	pubOffset atomic.Uint64
+	_         [64]byte
+	ringTail  atomic.Uint64 // written by the caller
+	pubOffset atomic.Uint64 // written by the caller
+	_         [48]byte
+	ringHead  atomic.Uint64 // written by the worker
+	_         [56]byte
 
 	// overflowN counts values in mu.overflow and mu.overflowTaken: values
 	// of a transaction too large for the ring's free space.
@@ -105,9 +111,9 @@ type sequencer struct {
 		sync.Mutex
 		overflow      []SeqValue
 		overflowTaken []SeqValue // being written by the worker
-		// recovered is the actualization result (sorted by key, unique)
-		// until it is written.
-		recovered []SeqValue
+		// recovered is the actualization result until it is written.
+		// Nobody writes to the map after it is published here.
+		recovered map[NumberKey]Number
 	}
 
 	// Worker-side.
@@ -129,7 +135,6 @@ func newSequencer(p Params) *sequencer {
 		kinds:  make(map[WSKind]*kindInfo, len(p.SeqTypes)),
 		m:      p.Metrics,
 		signal: make(chan struct{}, 1),
-		replay: make(map[NumberKey]Number),
 	}
 	if s.m == nil {
 		s.m = nopMetrics{}
@@ -300,9 +305,8 @@ func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
 	}
 	if rec := s.mu.recovered; len(rec) > 0 {
 		for i, id := range k.ids {
-			key := NumberKey{WSID: ws, SeqID: id}
-			if j, ok := slices.BinarySearchFunc(rec, key, compareSeqValueKey); ok && rec[j].Value > dst[i] {
-				dst[i] = rec[j].Value
+			if v := rec[NumberKey{WSID: ws, SeqID: id}]; v > dst[i] {
+				dst[i] = v
 			}
 		}
 	}

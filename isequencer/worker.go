@@ -96,11 +96,14 @@ func (s *sequencer) flush() bool {
 	return s.ctx.Err() == nil
 }
 
-// collect returns rec (sorted, unique), ring[head:tail] and over as one
-// batch with unique keys, keeping the largest value of each. The result is
-// in s.wbuf.
-func (s *sequencer) collect(rec []SeqValue, tail uint64, over []SeqValue) []SeqValue {
-	b := append(s.wbuf[:0], rec...)
+// collect returns rec, ring[head:tail] and over as one batch sorted by key
+// with unique keys, keeping the largest value of each. The result is in
+// s.wbuf.
+func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqValue) []SeqValue {
+	b := s.wbuf[:0]
+	for k, v := range rec {
+		b = append(b, SeqValue{Key: k, Value: v})
+	}
 	for i := s.head; i != tail; i++ {
 		b = append(b, s.ring[i&s.ringMask])
 	}
@@ -147,6 +150,9 @@ func (s *sequencer) actualize() bool {
 	events := 0
 	var last PLogOffset
 	if !s.retry(opActualizeFromPLog, func() error {
+		if s.replay == nil {
+			s.replay = make(map[NumberKey]Number)
+		}
 		clear(s.replay)
 		events, last = 0, 0
 		return s.p.SeqStorage.ActualizeSequencesFromPLog(s.ctx, from, func(batch []SeqValue, offset PLogOffset) error {
@@ -174,12 +180,10 @@ func (s *sequencer) actualize() bool {
 	}
 	s.lastSeen = next
 
-	rec := make([]SeqValue, 0, len(s.replay))
-	for k, v := range s.replay {
-		rec = append(rec, SeqValue{Key: k, Value: v})
-	}
-	slices.SortFunc(rec, compareSeqValues)
-	clear(s.replay)
+	// Hand the replay map over as is: the flush that writes it sorts its
+	// batch anyway, so nothing here delays the first Start.
+	rec := s.replay
+	s.replay = nil
 
 	s.cache.reset()
 	s.nextOffset = next
