@@ -12,25 +12,6 @@ import (
 
 var validKeyspace = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,47}$`)
 
-// createKeyspace creates an empty keyspace and waits for schema agreement.
-// Keyspace names cannot be bound, so the name is validated first.
-func createKeyspace(ctx context.Context, s *gocql.Session, name string) error {
-	if !validKeyspace.MatchString(name) {
-		return fmt.Errorf("invalid keyspace name %q", name)
-	}
-	stmt := "CREATE KEYSPACE IF NOT EXISTS " + name + " WITH replication = " + Replication()
-	if testCluster.engine == "scylla" {
-		stmt += " AND tablets = {'enabled': false}" // LWT needs vnodes on older ScyllaDB
-	}
-	if err := s.Query(stmt).WithContext(ctx).Exec(); err != nil {
-		return fmt.Errorf("creating keyspace %s: %w", name, err)
-	}
-	if err := s.AwaitSchemaAgreement(ctx); err != nil {
-		return fmt.Errorf("schema agreement after creating %s: %w", name, err)
-	}
-	return nil
-}
-
 func dropKeyspace(ctx context.Context, s *gocql.Session, name string) error {
 	if !validKeyspace.MatchString(name) {
 		return fmt.Errorf("invalid keyspace name %q", name)
