@@ -1,0 +1,568 @@
+// Package boltdb is a storage.Storage in one bbolt file, for a single
+// machine: the embedded mode of cqlseq. layout.go documents the file's
+// layout.
+//
+// Conditional writes (InsertIfNotExists, CompareAndSwap, CompareAndDelete,
+// ApplyBatchIf) each run in one bbolt write transaction, so they are atomic
+// and serialised with every other write. Rows written with a TTL are absent
+// to every read once it has passed; a sweeper owned by the Store deletes
+// them every Options.ReclaimInterval, and writes overwrite them in place.
+package boltdb
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// readPageRows is how many rows Read scans in one read transaction.
+const readPageRows = 1024
+
+// Store implements storage.Storage over one bbolt file.
+type Store struct {
+	db   *bolt.DB
+	path string
+	now  func() time.Time
+	log  *slog.Logger
+
+	closed  atomic.Bool
+	closeMu sync.Mutex         // serialises Close
+	stop    context.CancelFunc // cancels the sweeper
+	done    chan struct{}      // closed when the sweeper has returned
+}
+
+var _ storage.Storage = (*Store)(nil)
+
+// hooks replace the sweeper's ticker and report its sweeps (tests).
+type hooks struct {
+	tick  <-chan time.Time
+	swept chan<- int
+}
+
+// Open opens (creating if needed, mode 0600) the file at path, whose
+// directory must exist, and starts the Store's sweeper. A file held by
+// another Store, in this process or another, makes Open fail after
+// o.Timeout with an error naming the file and wrapping
+// storage.ErrUnavailable. A bbolt file of another layout fails with
+// ErrIncompatible.
+func Open(path string, o Options) (*Store, error) { return open(path, o, hooks{}) }
+
+func open(path string, o Options, h hooks) (*Store, error) {
+	o.EnsureDefaults()
+	err := o.Validate()
+	if path == "" {
+		err = errors.Join(err, fmt.Errorf("%w: path is empty", ErrInvalidOptions))
+	}
+	if err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.Timeout, NoSync: o.NoSync})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("boltdb: open %s: the file is locked by another Store or process (waited %v): %w",
+			path, o.Timeout, storage.ErrUnavailable)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
+	}
+	if err := db.Update(initLayout); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, now: o.Now, log: o.Logger, done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	tick, stopTicker := h.tick, func() {}
+	if tick == nil && o.ReclaimInterval > 0 {
+		t := time.NewTicker(o.ReclaimInterval)
+		tick, stopTicker = t.C, t.Stop
+	}
+	if tick == nil {
+		close(s.done)
+		return s, nil
+	}
+	go s.sweep(ctx, tick, stopTicker, h.swept)
+	return s, nil
+}
+
+// initLayout creates the buckets of a new file, or checks an existing
+// file's layout version.
+func initLayout(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		foreign := false
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { foreign = true; return nil })
+		if foreign {
+			return fmt.Errorf("%w: buckets without a layout version", ErrIncompatible)
+		}
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyLayout, []byte{layoutVersion}); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bucketRows); err != nil {
+			return err
+		}
+		_, err = tx.CreateBucket(bucketExpiry)
+		return err
+	}
+	if v := meta.Get(keyLayout); !bytes.Equal(v, []byte{layoutVersion}) {
+		return fmt.Errorf("%w: layout version %x, this build reads %d", ErrIncompatible, v, layoutVersion)
+	}
+	if tx.Bucket(bucketRows) == nil || tx.Bucket(bucketExpiry) == nil {
+		return fmt.Errorf("%w: a bucket is missing", ErrIncompatible)
+	}
+	return nil
+}
+
+// Close stops the sweeper (cancelling it, then waiting for it) and closes
+// the file after in-flight transactions end. It is idempotent; other calls
+// after Close return storage.ErrClosed.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed.Load() {
+		return nil
+	}
+	s.stop()
+	<-s.done
+	s.closed.Store(true)
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("boltdb: close %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Path returns the file's path.
+func (s *Store) Path() string { return s.path }
+
+// ready reports a done ctx or a closed Store; checked before each
+// transaction.
+func (s *Store) ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("boltdb: %w", err)
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("boltdb: %w", storage.ErrClosed)
+	}
+	return nil
+}
+
+// txErr maps an error of a transaction to the storage sentinels.
+func (s *Store) txErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
+		return fmt.Errorf("boltdb: %w", storage.ErrClosed)
+	case errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("%w (file %s)", err, s.path)
+	default:
+		return fmt.Errorf("boltdb: %s: %w: %w", s.path, storage.ErrUnavailable, err)
+	}
+}
+
+// view runs fn in one read transaction; now is the clock in Unix ns.
+func (s *Store) view(ctx context.Context, fn func(rows *bolt.Bucket, now int64) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	return s.txErr(s.db.View(func(tx *bolt.Tx) error {
+		return fn(tx.Bucket(bucketRows), s.now().UnixNano())
+	}))
+}
+
+// writer is the state of one write transaction.
+type writer struct {
+	rows, expiry *bolt.Bucket
+	now          int64 // Unix ns, read once the write lock is held
+}
+
+// update runs fn in one write transaction. A failed commit of a conditional
+// write wraps storage.ErrUnknownOutcome: bbolt may have written part of it
+// to the file before failing.
+func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer) error) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		return s.txErr(err)
+	}
+	w := &writer{rows: tx.Bucket(bucketRows), expiry: tx.Bucket(bucketExpiry), now: s.now().UnixNano()}
+	if err := fn(w); err != nil {
+		_ = tx.Rollback()
+		return s.txErr(err)
+	}
+	if err := tx.Commit(); err != nil {
+		if conditional && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return fmt.Errorf("boltdb: %s: commit failed: %w: %w", s.path, storage.ErrUnknownOutcome, err)
+		}
+		return s.txErr(err)
+	}
+	return nil
+}
+
+// put writes the row at rk; ttl 0 means no expiry.
+func (w *writer) put(rk, value []byte, ttl time.Duration) error {
+	var expires int64
+	if ttl > 0 {
+		expires = w.now + int64(ttl)
+	}
+	if err := w.rows.Put(rk, encodeValue(value, expires)); err != nil {
+		return err
+	}
+	if expires != 0 {
+		return w.expiry.Put(expiryKey(expires, rk), []byte{})
+	}
+	return nil
+}
+
+// live returns the row at rk if it exists and has not expired at now. value
+// aliases the transaction's memory.
+func live(rows *bolt.Bucket, rk []byte, now int64) (value []byte, expires int64, ok bool, err error) {
+	v := rows.Get(rk)
+	if v == nil {
+		return nil, 0, false, nil
+	}
+	value, expires, err = decodeValue(v)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("%w (row key %x)", err, rk)
+	}
+	if expires != 0 && now >= expires {
+		return nil, 0, false, nil
+	}
+	return value, expires, true, nil
+}
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("boltdb: %w: "+format, append([]any{storage.ErrInvalidArgument}, a...)...)
+}
+
+// makeRowKey checks a row's keys and returns its bbolt key.
+func makeRowKey(pKey, cCols []byte) ([]byte, error) {
+	if len(pKey) == 0 {
+		return nil, invalid("empty partition key")
+	}
+	rk := rowKey(pKey, cCols)
+	if len(rk) > maxRowKey {
+		return nil, invalid("partition and clustering keys take %d bytes stored, at most %d", len(rk), maxRowKey)
+	}
+	return rk, nil
+}
+
+func checkValue(value []byte) error {
+	if len(value) > maxValue {
+		return invalid("value of %d bytes, at most %d", len(value), maxValue)
+	}
+	return nil
+}
+
+// Get implements storage.Storage.
+func (s *Store) Get(ctx context.Context, pKey, cCols []byte) (value []byte, ok bool, err error) {
+	rk, err := makeRowKey(pKey, cCols)
+	if err != nil {
+		return nil, false, err
+	}
+	err = s.view(ctx, func(rows *bolt.Bucket, now int64) error {
+		v, _, found, err := live(rows, rk, now)
+		if found {
+			value, ok = bytes.Clone(v), true
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return value, ok, nil
+}
+
+// GetBatch implements storage.Storage. All items are read in one read
+// transaction.
+func (s *Store) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+	if len(pKey) == 0 {
+		return invalid("empty partition key")
+	}
+	rks := make([][]byte, len(items))
+	for i := range items {
+		rk, err := makeRowKey(pKey, items[i].CCols)
+		if err != nil {
+			return err
+		}
+		rks[i] = rk
+	}
+	return s.view(ctx, func(rows *bolt.Bucket, now int64) error {
+		for i, rk := range rks {
+			v, _, ok, err := live(rows, rk, now)
+			if err != nil {
+				return err
+			}
+			items[i].Ok, items[i].Value = ok, nil
+			if ok {
+				items[i].Value = bytes.Clone(v)
+			}
+		}
+		return nil
+	})
+}
+
+// Put implements storage.Storage.
+func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	rk, err := makeRowKey(pKey, cCols)
+	if err != nil {
+		return err
+	}
+	if err := checkValue(value); err != nil {
+		return err
+	}
+	return s.update(ctx, false, func(w *writer) error { return w.put(rk, value, 0) })
+}
+
+// PutBatch implements storage.Storage. The batch is checked whole before
+// anything is written, then written in one transaction: all or nothing.
+func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
+	rks := make([][]byte, len(rows))
+	for i, r := range rows {
+		rk, err := makeRowKey(r.PKey, r.CCols)
+		if err != nil {
+			return fmt.Errorf("%w (row %d)", err, i)
+		}
+		if err := checkValue(r.Value); err != nil {
+			return fmt.Errorf("%w (row %d)", err, i)
+		}
+		rks[i] = rk
+	}
+	if len(rows) == 0 {
+		return s.ready(ctx)
+	}
+	return s.update(ctx, false, func(w *writer) error {
+		for i, r := range rows {
+			if err := w.put(rks[i], r.Value, 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// page holds the rows of one Read page; its buffer is reused page after
+// page.
+type page struct {
+	buf  []byte
+	ends [][2]int // per row: end of cCols, end of value in buf
+}
+
+func (p *page) reset() { p.buf, p.ends = p.buf[:0], p.ends[:0] }
+
+func (p *page) add(cCols, value []byte) {
+	p.buf = append(p.buf, cCols...)
+	c := len(p.buf)
+	p.buf = append(p.buf, value...)
+	p.ends = append(p.ends, [2]int{c, len(p.buf)})
+}
+
+func (p *page) row(i int) (cCols, value []byte) {
+	start := 0
+	if i > 0 {
+		start = p.ends[i-1][1]
+	}
+	e := p.ends[i]
+	return p.buf[start:e[0]:e[0]], p.buf[e[0]:e[1]:e[1]]
+}
+
+// Read implements storage.Storage. It scans up to 1,024 rows per read
+// transaction, copies them, ends the transaction and only then calls cb, so
+// cb may call the Store and a long Read does not pin the file. cb's slices
+// alias a buffer reused for the next page: they are valid only during the
+// call. ctx is checked before each page and each row.
+func (s *Store) Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb func(cCols, value []byte) error) error {
+	if len(pKey) == 0 {
+		return invalid("empty partition key")
+	}
+	prefix := partPrefix(pKey, 0)
+	start := append(prefix[:len(prefix):len(prefix)], fromCCols...)
+	end := partEnd(prefix)
+	if toCCols != nil {
+		end = append(prefix[:len(prefix):len(prefix)], toCCols...)
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return s.ready(ctx)
+	}
+	var p page
+	for start != nil {
+		p.reset()
+		var next []byte
+		err := s.view(ctx, func(rows *bolt.Bucket, now int64) error {
+			scanned := 0
+			c := rows.Cursor()
+			for k, v := c.Seek(start); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
+				if scanned == readPageRows {
+					next = bytes.Clone(k)
+					return nil
+				}
+				scanned++
+				value, expires, err := decodeValue(v)
+				if err != nil {
+					return fmt.Errorf("%w (row key %x)", err, k)
+				}
+				if expires == 0 || now < expires {
+					p.add(k[len(prefix):], value)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range p.ends {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("boltdb: %w", err)
+			}
+			if err := cb(p.row(i)); err != nil {
+				return err
+			}
+		}
+		start = next
+	}
+	return nil
+}
+
+// InsertIfNotExists implements storage.Storage.
+func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (ok bool, err error) {
+	if err := storage.ValidateTTL(ttl); err != nil {
+		return false, fmt.Errorf("boltdb: %w", err)
+	}
+	rk, err := makeRowKey(pKey, cCols)
+	if err != nil {
+		return false, err
+	}
+	if err := checkValue(value); err != nil {
+		return false, err
+	}
+	err = s.update(ctx, true, func(w *writer) error {
+		_, _, exists, err := live(w.rows, rk, w.now)
+		if err != nil || exists {
+			return err
+		}
+		ok = true
+		return w.put(rk, value, ttl)
+	})
+	return ok && err == nil, err
+}
+
+// CompareAndSwap implements storage.Storage.
+func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (ok bool, err error) {
+	if err := storage.ValidateTTL(ttl); err != nil {
+		return false, fmt.Errorf("boltdb: %w", err)
+	}
+	rk, err := makeRowKey(pKey, cCols)
+	if err != nil {
+		return false, err
+	}
+	if err := checkValue(newValue); err != nil {
+		return false, err
+	}
+	err = s.update(ctx, true, func(w *writer) error {
+		v, _, exists, err := live(w.rows, rk, w.now)
+		if err != nil || !exists || !bytes.Equal(v, oldValue) {
+			return err
+		}
+		ok = true
+		return w.put(rk, newValue, ttl)
+	})
+	return ok && err == nil, err
+}
+
+// CompareAndDelete implements storage.Storage.
+func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (ok bool, err error) {
+	rk, err := makeRowKey(pKey, cCols)
+	if err != nil {
+		return false, err
+	}
+	err = s.update(ctx, true, func(w *writer) error {
+		v, _, exists, err := live(w.rows, rk, w.now)
+		if err != nil || !exists || !bytes.Equal(v, expected) {
+			return err
+		}
+		ok = true
+		return w.rows.Delete(rk)
+	})
+	return ok && err == nil, err
+}
+
+// ApplyBatchIf implements storage.Storage.
+func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (ok bool, err error) {
+	if len(pKey) == 0 {
+		return false, invalid("empty partition key")
+	}
+	condKeys := make([][]byte, len(conds))
+	for i, c := range conds {
+		if condKeys[i], err = makeRowKey(pKey, c.CCols); err != nil {
+			return false, fmt.Errorf("%w (condition %d)", err, i)
+		}
+	}
+	rowKeys := make([][]byte, len(rows))
+	for i, r := range rows {
+		if !bytes.Equal(r.PKey, pKey) {
+			return false, invalid("ApplyBatchIf row %d in another partition", i)
+		}
+		if rowKeys[i], err = makeRowKey(pKey, r.CCols); err != nil {
+			return false, fmt.Errorf("%w (row %d)", err, i)
+		}
+		if err := checkValue(r.Value); err != nil {
+			return false, fmt.Errorf("%w (row %d)", err, i)
+		}
+	}
+	err = s.update(ctx, true, func(w *writer) error {
+		for i, c := range conds {
+			v, _, exists, err := live(w.rows, condKeys[i], w.now)
+			if err != nil {
+				return err
+			}
+			if c.Expected == nil && exists || c.Expected != nil && (!exists || !bytes.Equal(v, c.Expected)) {
+				return nil
+			}
+		}
+		for i, r := range rows {
+			if err := w.put(rowKeys[i], r.Value, 0); err != nil {
+				return err
+			}
+		}
+		ok = true
+		return nil
+	})
+	return ok && err == nil, err
+}
+
+// QueryTTL implements storage.Storage.
+func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (ttl time.Duration, ok bool, err error) {
+	rk, err := makeRowKey(pKey, cCols)
+	if err != nil {
+		return 0, false, err
+	}
+	err = s.view(ctx, func(rows *bolt.Bucket, now int64) error {
+		_, expires, found, err := live(rows, rk, now)
+		if found {
+			ok = true
+			if expires != 0 {
+				ttl = time.Duration(expires - now)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return ttl, ok, nil
+}
