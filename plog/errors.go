@@ -1,0 +1,20 @@
+package plog
+
+import "errors"
+
+var (
+	// ErrCorrupt: stored event bytes could not be decoded. Errors wrapping
+	// it name the partition and the offset.
+	ErrCorrupt = errors.New("plog: corrupt event")
+
+	// ErrConflict: an insert-if-not-exists write (trust level 0 or 1) found
+	// an event or a record already stored under its key. Nothing was
+	// overwritten; the Writer is stopped and refuses every later write,
+	// because a conflict means the sequences handed out a number twice and
+	// an operator must look before the partition goes on.
+	ErrConflict = errors.New("plog: conflict")
+
+	// ErrInvalidOptions wraps every problem NewWriter or NewReader finds in
+	// its options.
+	ErrInvalidOptions = errors.New("plog: invalid options")
+)

@@ -1,0 +1,75 @@
+package plog
+
+import "fmt"
+
+// Mode is how a Writer writes events and records: the sequences trust
+// level of the reference design.
+//
+//	mode     event               records
+//	trust0   InsertIfNotExists   InsertIfNotExists
+//	trust1   InsertIfNotExists   Put
+//	trust2   Put                 Put
+//
+// trust0 detects any key reuse (a sequencing bug or two writers of one
+// partition) at the price of a lightweight transaction per event and per
+// record partition; trust2 trusts the sequencer and overwrites. The zero
+// Mode is ModeTrust0, the safest.
+type Mode uint8
+
+const (
+	ModeTrust0 Mode = 0
+	ModeTrust1 Mode = 1
+	ModeTrust2 Mode = 2
+	// Value 3 is reserved for a fenced mode (writes conditional on the
+	// partition owner's epoch), not implemented yet.
+)
+
+var modeNames = [...]string{ModeTrust0: "trust0", ModeTrust1: "trust1", ModeTrust2: "trust2"}
+
+// String returns "trust0", "trust1" or "trust2", or "Mode(n)" for an
+// invalid mode.
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("Mode(%d)", m)
+}
+
+// Validate reports a Mode no Writer implements.
+func (m Mode) Validate() error {
+	if int(m) < len(modeNames) {
+		return nil
+	}
+	return fmt.Errorf("%w: unknown mode %v", ErrInvalidOptions, m)
+}
+
+// ParseMode parses "trust0", "trust1" or "trust2".
+func ParseMode(s string) (Mode, error) {
+	for m, name := range modeNames {
+		if s == name {
+			return Mode(m), nil
+		}
+	}
+	if s == "fenced" {
+		return 0, fmt.Errorf("plog: mode %q is not implemented", s)
+	}
+	return 0, fmt.Errorf("plog: unknown mode %q (want trust0, trust1 or trust2)", s)
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (m Mode) MarshalText() ([]byte, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}

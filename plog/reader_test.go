@@ -1,0 +1,202 @@
+package plog
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/mem"
+)
+
+// countingStorage counts Read calls and can block them until ctx is done.
+type countingStorage struct {
+	storage.Storage
+	reads atomic.Int64
+	block atomic.Bool
+}
+
+func (s *countingStorage) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
+	s.reads.Add(1)
+	if s.block.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Storage.Read(ctx, pKey, from, to, cb)
+}
+
+func newMem(t *testing.T) *countingStorage {
+	st := mem.New(mem.Options{})
+	t.Cleanup(func() { _ = st.Close() })
+	return &countingStorage{Storage: st}
+}
+
+// putEvents stores an event at each offset, with WSID = offset and one
+// number = 10*offset, by raw puts.
+func putEvents(t *testing.T, st storage.Storage, part isequencer.PartitionID, offs ...isequencer.PLogOffset) {
+	t.Helper()
+	var rows []storage.Row
+	for _, off := range offs {
+		b, err := AppendEncoded(nil, &Event{WSID: isequencer.WSID(off), Numbers: []SeqNumber{{1, isequencer.Number(10 * off)}}})
+		require.NoError(t, err)
+		rows = append(rows, storage.Row{PKey: EventPKey(part, off), CCols: EventCCols(off), Value: b})
+	}
+	require.NoError(t, st.PutBatch(context.Background(), rows))
+}
+
+func span(from, to isequencer.PLogOffset) []isequencer.PLogOffset {
+	var out []isequencer.PLogOffset
+	for o := from; o <= to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// readAll returns the offsets ReadEvents yields, checking each event.
+func readAll(t *testing.T, r PLogReader, part isequencer.PartitionID, from isequencer.PLogOffset) ([]isequencer.PLogOffset, error) {
+	t.Helper()
+	var got []isequencer.PLogOffset
+	err := r.ReadEvents(context.Background(), part, from, func(e *Event) error {
+		if e.Partition != part || e.WSID != isequencer.WSID(e.Offset) || len(e.Numbers) != 1 || e.Numbers[0].Number != isequencer.Number(10*e.Offset) {
+			t.Errorf("event %+v does not match its offset", e)
+		}
+		got = append(got, e.Offset)
+		return nil
+	})
+	return got, err
+}
+
+func TestReaderCrossesStoragePartitions(t *testing.T) {
+	st := newMem(t)
+	const part = 3
+	last := isequencer.PLogOffset(2*EventsPerPartition + 10) // 8202
+	putEvents(t, st, part, span(1, last)...)
+	putEvents(t, st, part+1, span(1, 5)...) // another partition is not read
+	r, err := NewReader(st, ReaderOptions{})
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		from   isequencer.PLogOffset
+		wfirst isequencer.PLogOffset
+		wn     int
+		wreads int64
+	}{
+		{0, 1, int(last), 3},
+		{1, 1, int(last), 3},
+		{4095, 4095, int(last) - 4094, 3},
+		{4096, 4096, int(last) - 4095, 2},
+		{8191, 8191, 12, 2},
+		{last, last, 1, 1},
+		{last + 1, 0, 0, 1},
+		{100_000, 0, 0, 1},
+	} {
+		st.reads.Store(0)
+		got, err := readAll(t, r, part, tc.from)
+		require.NoError(t, err)
+		require.Len(t, got, tc.wn, "from %d", tc.from)
+		if tc.wn > 0 {
+			assert.Equal(t, tc.wfirst, got[0], "from %d", tc.from)
+			assert.Equal(t, last, got[len(got)-1], "from %d", tc.from)
+			for i := 1; i < len(got); i++ {
+				require.Equal(t, got[i-1]+1, got[i], "from %d: offsets in order, no repeats", tc.from)
+			}
+		}
+		assert.Equal(t, tc.wreads, st.reads.Load(), "from %d: storage reads", tc.from)
+	}
+}
+
+func TestReaderFullStoragePartitionThenEnd(t *testing.T) {
+	st := newMem(t)
+	putEvents(t, st, 1, span(1, 2*EventsPerPartition-1)...) // ends exactly at a storage partition's end
+	r, _ := NewReader(st, ReaderOptions{})
+	got, err := readAll(t, r, 1, 1)
+	require.NoError(t, err)
+	assert.Len(t, got, 2*EventsPerPartition-1)
+	assert.Equal(t, int64(3), st.reads.Load(), "the empty third storage partition ends the log")
+}
+
+func TestReaderStopsAtFirstGap(t *testing.T) {
+	st := newMem(t)
+	putEvents(t, st, 1, span(1, 10)...)
+	putEvents(t, st, 1, span(12, 20)...)
+	putEvents(t, st, 2, span(1, 4095)...)
+	putEvents(t, st, 2, span(4097, 4100)...) // gap at a storage partition's first offset
+	putEvents(t, st, 3, span(2, 5)...)       // offset 1 missing
+	r, _ := NewReader(st, ReaderOptions{})
+
+	got, err := readAll(t, r, 1, 1)
+	require.NoError(t, err)
+	assert.Equal(t, span(1, 10), got)
+	got, err = readAll(t, r, 1, 12)
+	require.NoError(t, err)
+	assert.Equal(t, span(12, 20), got, "reading from after the gap")
+	got, err = readAll(t, r, 2, 1)
+	require.NoError(t, err)
+	assert.Len(t, got, 4095)
+	got, err = readAll(t, r, 3, 1)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}
+
+func TestReaderCorruptEvent(t *testing.T) {
+	st := newMem(t)
+	putEvents(t, st, 7, span(1, 5000)...)
+	require.NoError(t, st.Put(context.Background(), EventPKey(7, 4500), EventCCols(4500), []byte{1, 2}))
+	r, _ := NewReader(st, ReaderOptions{})
+	got, err := readAll(t, r, 7, 4000)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "partition 7 offset 4500")
+	assert.Equal(t, span(4000, 4499), got, "events before the corrupt one are delivered")
+
+	// A clustering key of the wrong size is corrupt too.
+	require.NoError(t, st.Put(context.Background(), EventPKey(8, 1), []byte{0, 1, 2}, []byte{1}))
+	_, err = readAll(t, r, 8, 1)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "partition 8")
+}
+
+func TestReaderCallbackErrorAndContext(t *testing.T) {
+	st := newMem(t)
+	putEvents(t, st, 1, span(1, 10)...)
+	r, _ := NewReader(st, ReaderOptions{})
+	stop := errors.New("stop")
+	n := 0
+	err := r.ReadEvents(context.Background(), 1, 1, func(*Event) error {
+		n++
+		if n == 3 {
+			return stop
+		}
+		return nil
+	})
+	assert.Same(t, stop, err, "a callback error is returned as is")
+	assert.Equal(t, 3, n)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err = r.ReadEvents(ctx, 1, 1, func(*Event) error { t.Error("no event after cancel"); return nil })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Contains(t, err.Error(), "partition 1")
+}
+
+func TestReaderPageTimeout(t *testing.T) {
+	st := newMem(t)
+	putEvents(t, st, 1, span(1, 10)...)
+	st.block.Store(true)
+	r, err := NewReader(st, ReaderOptions{PageTimeout: 20 * time.Millisecond})
+	require.NoError(t, err)
+	err = r.ReadEvents(context.Background(), 1, 1, func(*Event) error { return nil })
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestNewReaderValidates(t *testing.T) {
+	_, err := NewReader(nil, ReaderOptions{PageTimeout: -1})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	assert.Contains(t, err.Error(), "Storage is nil")
+	assert.Contains(t, err.Error(), "PageTimeout")
+}

@@ -1,0 +1,199 @@
+package plog
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// WriterOptions configure a Writer.
+type WriterOptions struct {
+	// Storage holds the PLog and the records. Required.
+	Storage storage.Storage
+	// Partition is the PLog partition written.
+	Partition isequencer.PartitionID
+	// Mode selects insert-if-not-exists or put for events and records.
+	// The zero value is ModeTrust0.
+	Mode Mode
+}
+
+// Validate reports every problem of o at once.
+func (o *WriterOptions) Validate() error {
+	var errs []error
+	if o.Storage == nil {
+		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
+	}
+	if err := o.Mode.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Writer writes one partition's events and the records they create, in its
+// Mode. Safe for concurrent use; writes are serialised.
+type Writer struct {
+	o  WriterOptions
+	mu struct {
+		sync.Mutex
+		buf     []byte
+		rows    []storage.Row
+		stopped error
+	}
+}
+
+// NewWriter validates o and returns a Writer.
+func NewWriter(o WriterOptions) (*Writer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &Writer{o: o}, nil
+}
+
+// Mode returns the writer's mode.
+func (w *Writer) Mode() Mode { return w.o.Mode }
+
+// Partition returns the writer's partition.
+func (w *Writer) Partition() isequencer.PartitionID { return w.o.Partition }
+
+// Stopped returns the conflict that stopped the writer (wrapping
+// ErrConflict), or nil.
+func (w *Writer) Stopped() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.stopped
+}
+
+// Write stores e at e.Offset of the writer's partition (e.Partition is
+// ignored), then a record row for each of e.Records, as the Mode says:
+//
+//   - ModeTrust0: the event, then each record partition's rows, are
+//     inserted only if absent (the records of one storage partition in one
+//     conditional batch). An existing row is an error wrapping ErrConflict
+//     naming it; nothing is overwritten, and the writer is stopped: this
+//     and every later Write return that error.
+//   - ModeTrust1: the event as in ModeTrust0, the records with one put.
+//   - ModeTrust2: the event and the records with one put, overwriting.
+//
+// Errors: ErrConflict (see above); an invalid event (offset 0, WSID 0,
+// number 0, record ID 0) wraps storage.ErrInvalidArgument; storage errors
+// are wrapped as they are (storage.ErrUnknownOutcome means the event may or
+// may not be stored: re-read the PLog before deciding). When Write returns
+// an error other than ErrConflict, the event may or may not be stored; the
+// records may be partly stored.
+func (w *Writer) Write(ctx context.Context, e *Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.stopped != nil {
+		return w.mu.stopped
+	}
+	part := w.o.Partition
+	if e.Offset == 0 {
+		return fmt.Errorf("plog: partition %d: %w: event offset 0", part, storage.ErrInvalidArgument)
+	}
+	var err error
+	if w.mu.buf, err = AppendEncoded(w.mu.buf[:0], e); err != nil {
+		return fmt.Errorf("plog: partition %d offset %d: %w: %w", part, e.Offset, storage.ErrInvalidArgument, err)
+	}
+	pKey, cCols := EventPKey(part, e.Offset), EventCCols(e.Offset)
+	if w.o.Mode == ModeTrust2 {
+		rows := append(w.mu.rows[:0], storage.Row{PKey: pKey, CCols: cCols, Value: w.mu.buf})
+		rows = w.appendRecordRows(rows, e)
+		w.mu.rows = rows
+		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
+			return fmt.Errorf("plog: partition %d offset %d: writing the event and %d records: %w", part, e.Offset, len(e.Records), err)
+		}
+		return nil
+	}
+
+	ok, err := w.o.Storage.InsertIfNotExists(ctx, pKey, cCols, w.mu.buf, 0)
+	if err != nil {
+		return fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err)
+	}
+	if !ok {
+		return w.stopLocked(fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, part, e.Offset, w.o.Mode))
+	}
+	if len(e.Records) == 0 {
+		return nil
+	}
+	rows := w.appendRecordRows(w.mu.rows[:0], e)
+	w.mu.rows = rows
+	if w.o.Mode == ModeTrust1 {
+		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
+			return fmt.Errorf("plog: partition %d offset %d: writing %d records: %w", part, e.Offset, len(rows), err)
+		}
+		return nil
+	}
+	return w.insertRecordsLocked(ctx, e, rows)
+}
+
+// appendRecordRows appends e's record rows to rows, sorted by partition
+// key (records of one event usually share one).
+func (w *Writer) appendRecordRows(rows []storage.Row, e *Event) []storage.Row {
+	if len(e.Records) == 0 {
+		return rows
+	}
+	value := RecordValue(e.Offset)
+	first := len(rows)
+	for _, id := range e.Records {
+		rows = append(rows, storage.Row{PKey: RecordPKey(e.WSID, id), CCols: RecordCCols(id), Value: value})
+	}
+	slices.SortStableFunc(rows[first:], func(a, b storage.Row) int { return bytes.Compare(a.PKey, b.PKey) })
+	return rows
+}
+
+// insertRecordsLocked inserts rows (grouped by pKey) with one conditional
+// batch per storage partition.
+func (w *Writer) insertRecordsLocked(ctx context.Context, e *Event, rows []storage.Row) error {
+	for len(rows) > 0 {
+		n := 1
+		for n < len(rows) && string(rows[n].PKey) == string(rows[0].PKey) {
+			n++
+		}
+		group := rows[:n]
+		rows = rows[n:]
+		conds := make([]storage.Condition, len(group))
+		for i, r := range group {
+			conds[i] = storage.Condition{CCols: r.CCols}
+		}
+		ok, err := w.o.Storage.ApplyBatchIf(ctx, group[0].PKey, conds, group)
+		if err != nil {
+			return fmt.Errorf("plog: partition %d offset %d: inserting %d records of WSID %d: %w", w.o.Partition, e.Offset, len(group), e.WSID, err)
+		}
+		if !ok {
+			return w.stopLocked(w.recordConflict(ctx, e, group))
+		}
+	}
+	return nil
+}
+
+// recordConflict names the records of group that exist, as far as a
+// re-read can tell.
+func (w *Writer) recordConflict(ctx context.Context, e *Event, group []storage.Row) error {
+	items := make([]storage.GetItem, len(group))
+	for i, r := range group {
+		items[i].CCols = r.CCols
+	}
+	var taken []RecordID
+	if err := w.o.Storage.GetBatch(ctx, group[0].PKey, items); err == nil {
+		hi := binary.BigEndian.Uint64(group[0].PKey[len(group[0].PKey)-8:])
+		for _, it := range items {
+			if it.Ok {
+				taken = append(taken, RecordID(hi<<loBits|uint64(binary.BigEndian.Uint16(it.CCols))))
+			}
+		}
+	}
+	return fmt.Errorf("%w: partition %d offset %d: WSID %d: records already stored %v (of %d in the batch; mode %v); not overwritten; the event at this offset is stored",
+		ErrConflict, w.o.Partition, e.Offset, e.WSID, taken, len(group), w.o.Mode)
+}
+
+func (w *Writer) stopLocked(err error) error {
+	w.mu.stopped = err
+	return err
+}
