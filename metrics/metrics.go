@@ -1,0 +1,284 @@
+// Package metrics exports cqlseq's observations as Prometheus metrics: the
+// sequencer's (isequencer.Metrics) per partition, and every storage call by
+// operation through an instrumenting storage.Storage wrapper.
+//
+// All metric names start with "cqlseq_". Children are bound once per
+// partition or operation, so an observation on the hot path is one atomic
+// add.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Collectors holds cqlseq's metric vectors, registered on one registry.
+type Collectors struct {
+	reg prometheus.Gatherer
+
+	transactions   *prometheus.CounterVec
+	busy           *prometheus.CounterVec
+	unflushed      *prometheus.GaugeVec
+	flushBatch     *prometheus.HistogramVec
+	flushLatency   *prometheus.HistogramVec
+	actualizeTime  *prometheus.HistogramVec
+	eventsReplayed *prometheus.CounterVec
+	seqStorageErrs *prometheus.CounterVec
+
+	storageCalls  *prometheus.HistogramVec
+	storageErrors *prometheus.CounterVec
+}
+
+// New creates cqlseq's collectors and registers them on reg, which must also
+// be a prometheus.Gatherer for Handler (a *prometheus.Registry is both).
+func New(reg *prometheus.Registry) (*Collectors, error) {
+	if reg == nil {
+		return nil, errors.New("metrics: nil registry")
+	}
+	part := []string{"partition"}
+	c := &Collectors{
+		reg: reg,
+		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_sequencer_transactions_total",
+			Help: "Sequencing transactions started (Start returned ok).",
+		}, part),
+		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_sequencer_busy_total",
+			Help: "Start calls refused as busy, by reason (actualizing, unflushed).",
+		}, []string{"partition", "reason"}),
+		unflushed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cqlseq_sequencer_unflushed_values",
+			Help: "Accepted values not yet durable in the sequence storage.",
+		}, part),
+		flushBatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cqlseq_sequencer_flush_batch_values",
+			Help:    "Values per flush write.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}, part),
+		flushLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cqlseq_sequencer_flush_seconds",
+			Help:    "Duration of successful flush writes.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 9),
+		}, part),
+		actualizeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cqlseq_sequencer_actualization_seconds",
+			Help:    "Duration of completed actualizations (stored state + PLog tail replay).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, part),
+		eventsReplayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_sequencer_events_replayed_total",
+			Help: "PLog events replayed by actualizations.",
+		}, part),
+		seqStorageErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_sequencer_storage_errors_total",
+			Help: "Failed sequence-storage calls of the sequencer, by operation (each is retried).",
+		}, []string{"partition", "op"}),
+		storageCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cqlseq_storage_call_seconds",
+			Help:    "Duration of storage calls, by operation.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
+		}, []string{"op"}),
+		storageErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_storage_errors_total",
+			Help: "Failed storage calls, by operation.",
+		}, []string{"op"}),
+	}
+	for _, col := range []prometheus.Collector{c.transactions, c.busy, c.unflushed, c.flushBatch, c.flushLatency,
+		c.actualizeTime, c.eventsReplayed, c.seqStorageErrs, c.storageCalls, c.storageErrors} {
+		if err := reg.Register(col); err != nil {
+			return nil, fmt.Errorf("metrics: registering: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (c *Collectors) Handler() http.Handler {
+	return promhttp.HandlerFor(c.reg, promhttp.HandlerOpts{})
+}
+
+// Sequencer returns the isequencer.Metrics of one partition.
+func (c *Collectors) Sequencer(p isequencer.PartitionID) isequencer.Metrics {
+	l := strconv.Itoa(int(p))
+	return &seqMetrics{
+		c:              c,
+		partition:      l,
+		transactions:   c.transactions.WithLabelValues(l),
+		busyActualize:  c.busy.WithLabelValues(l, isequencer.BusyActualizing.String()),
+		busyUnflushed:  c.busy.WithLabelValues(l, isequencer.BusyUnflushed.String()),
+		unflushed:      c.unflushed.WithLabelValues(l),
+		flushBatch:     c.flushBatch.WithLabelValues(l),
+		flushLatency:   c.flushLatency.WithLabelValues(l),
+		actualizeTime:  c.actualizeTime.WithLabelValues(l),
+		eventsReplayed: c.eventsReplayed.WithLabelValues(l),
+	}
+}
+
+type seqMetrics struct {
+	c              *Collectors
+	partition      string
+	transactions   prometheus.Counter
+	busyActualize  prometheus.Counter
+	busyUnflushed  prometheus.Counter
+	unflushed      prometheus.Gauge
+	flushBatch     prometheus.Observer
+	flushLatency   prometheus.Observer
+	actualizeTime  prometheus.Observer
+	eventsReplayed prometheus.Counter
+}
+
+var _ isequencer.Metrics = (*seqMetrics)(nil)
+
+func (m *seqMetrics) Transaction() { m.transactions.Inc() }
+
+func (m *seqMetrics) Busy(r isequencer.BusyReason) {
+	switch r {
+	case isequencer.BusyActualizing:
+		m.busyActualize.Inc()
+	case isequencer.BusyUnflushed:
+		m.busyUnflushed.Inc()
+	}
+}
+
+func (m *seqMetrics) Unflushed(n int) { m.unflushed.Set(float64(n)) }
+
+func (m *seqMetrics) Flushed(values int, took time.Duration) {
+	m.flushBatch.Observe(float64(values))
+	m.flushLatency.Observe(took.Seconds())
+}
+
+func (m *seqMetrics) Actualized(events int, took time.Duration) {
+	m.actualizeTime.Observe(took.Seconds())
+	m.eventsReplayed.Add(float64(events))
+}
+
+func (m *seqMetrics) StorageError(op string) {
+	m.c.seqStorageErrs.WithLabelValues(m.partition, op).Inc()
+}
+
+// Storage returns st instrumented: every call's duration and failure is
+// recorded by operation name ("Get", "PutBatch", ...). A not-found is not a
+// failure; a conditional write that is not applied is not a failure.
+func (c *Collectors) Storage(st storage.Storage) storage.Storage {
+	s := &instrumented{inner: st}
+	for i, op := range storageOps {
+		s.calls[i] = c.storageCalls.WithLabelValues(op)
+		s.errs[i] = c.storageErrors.WithLabelValues(op)
+	}
+	return s
+}
+
+const (
+	opGet = iota
+	opGetBatch
+	opPut
+	opPutBatch
+	opRead
+	opInsertIfNotExists
+	opCompareAndSwap
+	opCompareAndDelete
+	opApplyBatchIf
+	opQueryTTL
+	numOps
+)
+
+var storageOps = [numOps]string{"Get", "GetBatch", "Put", "PutBatch", "Read", "InsertIfNotExists",
+	"CompareAndSwap", "CompareAndDelete", "ApplyBatchIf", "QueryTTL"}
+
+type instrumented struct {
+	inner storage.Storage
+	calls [numOps]prometheus.Observer
+	errs  [numOps]prometheus.Counter
+}
+
+var _ storage.Storage = (*instrumented)(nil)
+
+func (s *instrumented) done(op int, began time.Time, err error) {
+	s.calls[op].Observe(time.Since(began).Seconds())
+	if err != nil {
+		s.errs[op].Inc()
+	}
+}
+
+func (s *instrumented) Get(ctx context.Context, pKey, cCols []byte) ([]byte, bool, error) {
+	began := time.Now()
+	v, ok, err := s.inner.Get(ctx, pKey, cCols)
+	s.done(opGet, began, err)
+	return v, ok, err
+}
+
+func (s *instrumented) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+	began := time.Now()
+	err := s.inner.GetBatch(ctx, pKey, items)
+	s.done(opGetBatch, began, err)
+	return err
+}
+
+func (s *instrumented) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	began := time.Now()
+	err := s.inner.Put(ctx, pKey, cCols, value)
+	s.done(opPut, began, err)
+	return err
+}
+
+func (s *instrumented) PutBatch(ctx context.Context, rows []storage.Row) error {
+	began := time.Now()
+	err := s.inner.PutBatch(ctx, rows)
+	s.done(opPutBatch, began, err)
+	return err
+}
+
+func (s *instrumented) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
+	began := time.Now()
+	err := s.inner.Read(ctx, pKey, from, to, cb)
+	s.done(opRead, began, err)
+	return err
+}
+
+func (s *instrumented) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
+	began := time.Now()
+	ok, err := s.inner.InsertIfNotExists(ctx, pKey, cCols, value, ttl)
+	s.done(opInsertIfNotExists, began, err)
+	return ok, err
+}
+
+func (s *instrumented) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
+	began := time.Now()
+	ok, err := s.inner.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
+	s.done(opCompareAndSwap, began, err)
+	return ok, err
+}
+
+func (s *instrumented) CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (bool, error) {
+	began := time.Now()
+	ok, err := s.inner.CompareAndDelete(ctx, pKey, cCols, expected)
+	s.done(opCompareAndDelete, began, err)
+	return ok, err
+}
+
+func (s *instrumented) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	began := time.Now()
+	ok, err := s.inner.ApplyBatchIf(ctx, pKey, conds, rows)
+	s.done(opApplyBatchIf, began, err)
+	return ok, err
+}
+
+func (s *instrumented) QueryTTL(ctx context.Context, pKey, cCols []byte) (time.Duration, bool, error) {
+	began := time.Now()
+	ttl, ok, err := s.inner.QueryTTL(ctx, pKey, cCols)
+	s.done(opQueryTTL, began, err)
+	return ttl, ok, err
+}
+
+// Close closes the wrapped store.
+func (s *instrumented) Close() error { return s.inner.Close() }

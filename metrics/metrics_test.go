@@ -1,0 +1,128 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/mem"
+)
+
+// value returns the value of the counter or gauge name with the given
+// labels (name=value pairs), or the sample count of a histogram; -1 if absent.
+func value(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				got[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue next
+				}
+			}
+			switch mf.GetType() {
+			case dto.MetricType_COUNTER:
+				return m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				return m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return -1
+}
+
+func TestSequencerMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, err := New(reg)
+	require.NoError(t, err)
+	m := c.Sequencer(7)
+	m.Transaction()
+	m.Transaction()
+	m.Busy(isequencer.BusyActualizing)
+	m.Busy(isequencer.BusyUnflushed)
+	m.Busy(isequencer.BusyUnflushed)
+	m.Unflushed(42)
+	m.Flushed(10, 2*time.Millisecond)
+	m.Actualized(123, time.Second)
+	m.StorageError("ReadNumbers")
+
+	assert.Equal(t, 2.0, value(t, reg, "cqlseq_sequencer_transactions_total", "partition", "7"))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_busy_total", "partition", "7", "reason", "actualizing"))
+	assert.Equal(t, 2.0, value(t, reg, "cqlseq_sequencer_busy_total", "partition", "7", "reason", "unflushed"))
+	assert.Equal(t, 42.0, value(t, reg, "cqlseq_sequencer_unflushed_values", "partition", "7"))
+	assert.Equal(t, 123.0, value(t, reg, "cqlseq_sequencer_events_replayed_total", "partition", "7"))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_storage_errors_total", "partition", "7", "op", "ReadNumbers"))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_flush_batch_values", "partition", "7"))
+
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, name := range []string{"cqlseq_sequencer_transactions_total", "cqlseq_sequencer_flush_batch_values_bucket",
+		"cqlseq_sequencer_actualization_seconds_count", `partition="7"`} {
+		assert.True(t, strings.Contains(string(body), name), "exposition lacks %s", name)
+	}
+}
+
+func TestNewRejectsNilAndDoubleRegistration(t *testing.T) {
+	_, err := New(nil)
+	require.Error(t, err)
+	reg := prometheus.NewRegistry()
+	_, err = New(reg)
+	require.NoError(t, err)
+	_, err = New(reg)
+	require.Error(t, err, "registering twice on one registry")
+}
+
+func TestStorageWrapperCountsCallsAndErrors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, err := New(reg)
+	require.NoError(t, err)
+	inner := mem.New(mem.Options{})
+	st := c.Storage(inner)
+	ctx := context.Background()
+
+	require.NoError(t, st.Put(ctx, []byte("p"), []byte("c"), []byte("v")))
+	v, ok, err := st.Get(ctx, []byte("p"), []byte("c"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, []byte("v"), v)
+	_, ok, err = st.Get(ctx, []byte("p"), []byte("missing"))
+	require.NoError(t, err)
+	assert.False(t, ok, "not found is no error")
+	applied, err := st.InsertIfNotExists(ctx, []byte("p"), []byte("c"), []byte("x"), 0)
+	require.NoError(t, err)
+	assert.False(t, applied, "not applied is no error")
+
+	require.NoError(t, st.Close())
+	_, _, err = st.Get(ctx, []byte("p"), []byte("c"))
+	require.True(t, errors.Is(err, storage.ErrClosed))
+
+	assert.Equal(t, 0.0, value(t, reg, "cqlseq_storage_errors_total", "op", "Put"))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_storage_errors_total", "op", "Get"))
+	assert.Equal(t, 0.0, value(t, reg, "cqlseq_storage_errors_total", "op", "InsertIfNotExists"))
+	assert.Equal(t, 3.0, value(t, reg, "cqlseq_storage_call_seconds", "op", "Get"))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_storage_call_seconds", "op", "Put"))
+	assert.Equal(t, 0.0, value(t, reg, "cqlseq_storage_call_seconds", "op", "Read"), "every operation has a series from the start")
+}
