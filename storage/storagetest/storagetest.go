@@ -171,6 +171,162 @@ func Run(t *testing.T, h Harness) {
 		assert.Equal(t, 1500, seen)
 	})
 
+	t.Run("RangeBounds", func(t *testing.T) {
+		p := pk(t, "p")
+		var batch []storage.Row
+		for i := uint16(0); i < 20; i += 2 {
+			batch = append(batch, storage.Row{PKey: p, CCols: u16(i), Value: u16(i)})
+		}
+		require.NoError(t, st.PutBatch(ctx, batch))
+		keys := func(from, to []byte) []uint16 {
+			var out []uint16
+			require.NoError(t, st.Read(ctx, p, from, to, func(c, _ []byte) error {
+				out = append(out, binary.BigEndian.Uint16(c))
+				return nil
+			}))
+			return out
+		}
+		assert.Equal(t, []uint16{2, 4}, keys(u16(1), u16(5)), "bounds between stored keys")
+		assert.Equal(t, []uint16{4}, keys(u16(4), u16(6)), "from is inclusive, to exclusive")
+		assert.Equal(t, []uint16{4, 6}, keys(append(u16(2), 0), append(u16(6), 0)), "bounds longer than the keys")
+		assert.Empty(t, keys(u16(4), u16(4)), "from == to")
+		assert.Empty(t, keys(u16(8), u16(4)), "from > to")
+		assert.Empty(t, keys(u16(19), nil), "from past the last key")
+		assert.Empty(t, keys(nil, u16(0)), "to at the first key")
+		assert.Equal(t, []uint16{0, 2}, keys([]byte{}, u16(3)), "an empty from is the lowest bound")
+	})
+
+	t.Run("PartitionPrefixes", func(t *testing.T) {
+		base := pk(t, "p")
+		pkeys := [][]byte{
+			base,
+			append(bytes.Clone(base), 0),
+			append(bytes.Clone(base), 0, 0),
+			append(bytes.Clone(base), 0, 1),
+			append(bytes.Clone(base), 1),
+			append(bytes.Clone(base), 0xff),
+			base[:len(base)-1],
+		}
+		var rows []storage.Row
+		for i, p := range pkeys {
+			// Clustering keys that spell the tail of a longer partition key.
+			for _, c := range [][]byte{{0}, {0, 0}, {0, 1}, {1}, {0xff, 0}} {
+				rows = append(rows, storage.Row{PKey: p, CCols: c, Value: []byte{byte(i)}})
+			}
+		}
+		require.NoError(t, st.PutBatch(ctx, rows))
+		for i, p := range pkeys {
+			n := 0
+			require.NoError(t, st.Read(ctx, p, nil, nil, func(_, v []byte) error {
+				n++
+				assert.Equal(t, []byte{byte(i)}, v, "partition %d: a row of another partition", i)
+				return nil
+			}))
+			assert.Equal(t, 5, n, "partition %d", i)
+			items := []storage.GetItem{{CCols: []byte{0}}, {CCols: []byte{0xff, 0}}, {CCols: []byte{0, 0, 0}}}
+			require.NoError(t, st.GetBatch(ctx, p, items))
+			assert.Equal(t, []byte{byte(i)}, items[0].Value, "partition %d", i)
+			assert.Equal(t, []byte{byte(i)}, items[1].Value, "partition %d", i)
+			assert.False(t, items[2].Ok, "partition %d", i)
+		}
+	})
+
+	t.Run("MissingEverywhere", func(t *testing.T) {
+		p := pk(t, "p")
+		require.NoError(t, st.GetBatch(ctx, p, nil), "an empty GetBatch")
+		items := []storage.GetItem{{CCols: []byte("a"), Ok: true, Value: []byte("stale")}, {CCols: []byte("b")}}
+		require.NoError(t, st.GetBatch(ctx, p, items))
+		assert.False(t, items[0].Ok, "GetBatch resets Ok")
+		assert.Nil(t, items[0].Value, "GetBatch resets Value")
+		assert.False(t, items[1].Ok)
+		ok, err := st.CompareAndDelete(ctx, p, []byte("a"), nil)
+		require.NoError(t, err)
+		assert.False(t, ok, "CompareAndDelete on a missing row")
+		ok, err = st.CompareAndSwap(ctx, p, []byte("a"), nil, []byte("x"), 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "CompareAndSwap(nil) on a missing row")
+		ok, err = st.ApplyBatchIf(ctx, p, []storage.Condition{{CCols: []byte("a"), Expected: []byte{}}}, []storage.Row{{PKey: p, CCols: []byte("a")}})
+		require.NoError(t, err)
+		assert.False(t, ok, "an expected value on a missing row fails")
+		_, ok, _ = st.Get(ctx, p, []byte("a"))
+		assert.False(t, ok, "nothing was written")
+	})
+
+	t.Run("LargeRowsAndBatches", func(t *testing.T) {
+		p := pk(t, "p")
+		big := make([]byte, 1<<20)
+		for i := range big {
+			big[i] = byte(i * 7)
+		}
+		longC := bytes.Repeat([]byte{0, 0xff}, 512)
+		require.NoError(t, st.Put(ctx, p, longC, big))
+		v, ok, err := st.Get(ctx, p, longC)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.True(t, bytes.Equal(big, v), "a 1 MiB value round-trips")
+		n := 0
+		require.NoError(t, st.Read(ctx, p, nil, nil, func(c, v []byte) error {
+			n++
+			assert.Equal(t, longC, c)
+			assert.Len(t, v, len(big))
+			return nil
+		}))
+		assert.Equal(t, 1, n)
+
+		q := pk(t, "q")
+		const many = 3000
+		rows := make([]storage.Row, many)
+		items := make([]storage.GetItem, 0, many+many/10)
+		for i := range rows {
+			rows[i] = storage.Row{PKey: q, CCols: u16(uint16(2 * i)), Value: u16(uint16(i))}
+			items = append(items, storage.GetItem{CCols: u16(uint16(2 * i))})
+			if i%10 == 0 {
+				items = append(items, storage.GetItem{CCols: u16(uint16(2*i + 1))})
+			}
+		}
+		require.NoError(t, st.PutBatch(ctx, rows))
+		require.NoError(t, st.GetBatch(ctx, q, items))
+		for _, it := range items {
+			i := binary.BigEndian.Uint16(it.CCols)
+			if i%2 == 1 {
+				assert.False(t, it.Ok, "missing key %d", i)
+				continue
+			}
+			if assert.True(t, it.Ok, "key %d", i) {
+				assert.Equal(t, u16(i/2), it.Value)
+			}
+		}
+	})
+
+	t.Run("ReadCallbackMayCallTheStore", func(t *testing.T) {
+		p, q := pk(t, "p"), pk(t, "q")
+		const rows = 2500
+		batch := make([]storage.Row, rows)
+		for i := range batch {
+			batch[i] = storage.Row{PKey: p, CCols: u16(uint16(i)), Value: []byte{1}}
+		}
+		require.NoError(t, st.PutBatch(ctx, batch))
+		n := 0
+		require.NoError(t, st.Read(ctx, p, nil, nil, func(c, v []byte) error {
+			n++
+			if n%100 != 1 {
+				return nil
+			}
+			if err := st.Put(ctx, q, c, v); err != nil {
+				return err
+			}
+			_, ok, err := st.Get(ctx, p, c)
+			if err == nil && !ok {
+				err = errors.New("a row being read is missing")
+			}
+			return err
+		}))
+		assert.Equal(t, rows, n)
+		m := 0
+		require.NoError(t, st.Read(ctx, q, nil, nil, func(_, _ []byte) error { m++; return nil }))
+		assert.Equal(t, rows/100, m)
+	})
+
 	t.Run("Conditional", func(t *testing.T) {
 		p, c := pk(t, "p"), []byte("c")
 		ok, err := st.InsertIfNotExists(ctx, p, c, []byte("a"), 0)
@@ -232,61 +388,61 @@ func Run(t *testing.T, h Harness) {
 		const racers, rounds = 8, 20
 		for round := range rounds {
 			p, c := pk(t, fmt.Sprint(round)), []byte("k")
-			var wins atomic.Int32
-			var wg sync.WaitGroup
-			errs := make(chan error, racers)
-			for r := range racers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ok, err := st.InsertIfNotExists(ctx, p, c, []byte{byte(r)}, 0)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if ok {
-						wins.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			require.Equal(t, int32(1), wins.Load(), "round %d: InsertIfNotExists winners", round)
+			wins, err := race(racers, func(r int) (bool, error) {
+				return st.InsertIfNotExists(ctx, p, c, []byte{byte(r)}, 0)
+			})
+			require.NoError(t, err)
+			require.Equal(t, 1, wins, "round %d: InsertIfNotExists winners", round)
 			cur, _, err := st.Get(ctx, p, c)
 			require.NoError(t, err)
-			wins.Store(0)
-			errs = make(chan error, racers)
-			for r := range racers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ok, err := st.CompareAndSwap(ctx, p, c, cur, []byte{byte(r), 1}, 0)
-					if err != nil {
-						errs <- err
-						return
-					}
-					if ok {
-						wins.Add(1)
-					}
-				}()
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-			require.Equal(t, int32(1), wins.Load(), "round %d: CompareAndSwap winners", round)
+
+			wins, err = race(racers, func(r int) (bool, error) {
+				return st.CompareAndSwap(ctx, p, c, cur, []byte{byte(r), 1}, 0)
+			})
+			require.NoError(t, err)
+			require.Equal(t, 1, wins, "round %d: CompareAndSwap winners", round)
+			cur, _, err = st.Get(ctx, p, c)
+			require.NoError(t, err)
+
+			wins, err = race(racers, func(int) (bool, error) {
+				return st.CompareAndDelete(ctx, p, c, cur)
+			})
+			require.NoError(t, err)
+			require.Equal(t, 1, wins, "round %d: CompareAndDelete winners", round)
+
+			// Each racer claims the fence and writes rows of its own: one
+			// racer's rows, and only those, must exist.
+			wins, err = race(racers, func(r int) (bool, error) {
+				rows := []storage.Row{{PKey: p, CCols: []byte("fence"), Value: []byte{byte(r)}}}
+				for i := range 3 {
+					rows = append(rows, storage.Row{PKey: p, CCols: []byte{'r', byte(r), byte(i)}, Value: []byte{byte(r)}})
+				}
+				return st.ApplyBatchIf(ctx, p, []storage.Condition{{CCols: []byte("fence")}}, rows)
+			})
+			require.NoError(t, err)
+			require.Equal(t, 1, wins, "round %d: ApplyBatchIf winners", round)
+			fence, ok, err := st.Get(ctx, p, []byte("fence"))
+			require.NoError(t, err)
+			require.True(t, ok)
+			n := 0
+			require.NoError(t, st.Read(ctx, p, []byte("r"), []byte("s"), func(c, v []byte) error {
+				n++
+				assert.Equal(t, fence, v, "round %d: row %x of a losing batch", round, c)
+				return nil
+			}))
+			require.Equal(t, 3, n, "round %d: the winner's rows", round)
 		}
 	})
 
 	t.Run("TTL", func(t *testing.T) {
 		p := pk(t, "p")
-		ok, err := st.InsertIfNotExists(ctx, p, []byte("lease"), []byte("me"), 2*time.Second)
-		require.NoError(t, err)
-		require.True(t, ok)
+		insert := func(c string, ttl time.Duration) {
+			t.Helper()
+			ok, err := st.InsertIfNotExists(ctx, p, []byte(c), []byte("me"), ttl)
+			require.NoError(t, err)
+			require.True(t, ok, c)
+		}
+		insert("lease", 2*time.Second)
 		ttl, ok, err := st.QueryTTL(ctx, p, []byte("lease"))
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -300,50 +456,171 @@ func Run(t *testing.T, h Harness) {
 		ok, err = st.CompareAndSwap(ctx, p, []byte("lease"), []byte("me"), []byte("me"), 2*time.Second)
 		require.NoError(t, err)
 		require.True(t, ok, "renewal")
+		insert("renewed", 2*time.Second)
+		ok, err = st.CompareAndSwap(ctx, p, []byte("renewed"), []byte("me"), []byte("me"), 10*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok, "renewal with a longer TTL")
+		insert("overwritten", 2*time.Second)
+		require.NoError(t, st.Put(ctx, p, []byte("overwritten"), []byte("x")), "a Put writes a row without TTL")
+		for _, c := range []string{"cad", "cond-nil", "cond-val"} {
+			insert(c, 2*time.Second)
+		}
 
 		h.Advance(t, 3*time.Second)
 		_, ok, err = st.Get(ctx, p, []byte("lease"))
 		require.NoError(t, err)
 		assert.False(t, ok, "expired")
-		n := 0
-		require.NoError(t, st.Read(ctx, p, nil, nil, func(_, _ []byte) error { n++; return nil }))
-		assert.Equal(t, 1, n, "an expired row is absent from reads")
+		items := []storage.GetItem{{CCols: []byte("lease")}, {CCols: []byte("plain")}, {CCols: []byte("renewed")}, {CCols: []byte("cad")}}
+		require.NoError(t, st.GetBatch(ctx, p, items))
+		assert.Equal(t, []bool{false, true, true, false}, []bool{items[0].Ok, items[1].Ok, items[2].Ok, items[3].Ok}, "GetBatch")
+		_, ok, err = st.QueryTTL(ctx, p, []byte("lease"))
+		require.NoError(t, err)
+		assert.False(t, ok, "QueryTTL of an expired row")
+		ttl, ok, err = st.QueryTTL(ctx, p, []byte("renewed"))
+		require.NoError(t, err)
+		assert.True(t, ok, "the renewed row lives")
+		assert.Greater(t, ttl, time.Duration(0))
+		assert.LessOrEqual(t, ttl, 7*time.Second)
+		ttl, ok, err = st.QueryTTL(ctx, p, []byte("overwritten"))
+		require.NoError(t, err)
+		assert.True(t, ok, "the overwritten row lives")
+		assert.Zero(t, ttl)
+		var live []string
+		require.NoError(t, st.Read(ctx, p, nil, nil, func(c, _ []byte) error { live = append(live, string(c)); return nil }))
+		assert.Equal(t, []string{"overwritten", "plain", "renewed"}, live, "expired rows are absent from reads")
+
 		ok, err = st.CompareAndSwap(ctx, p, []byte("lease"), []byte("me"), []byte("me"), time.Second)
 		require.NoError(t, err)
 		assert.False(t, ok, "no CAS on an expired row")
+		ok, err = st.CompareAndDelete(ctx, p, []byte("cad"), []byte("me"))
+		require.NoError(t, err)
+		assert.False(t, ok, "no CompareAndDelete of an expired row")
+		ok, err = st.ApplyBatchIf(ctx, p, []storage.Condition{{CCols: []byte("cond-val"), Expected: []byte("me")}}, []storage.Row{{PKey: p, CCols: []byte("cond-val"), Value: []byte("new")}})
+		require.NoError(t, err)
+		assert.False(t, ok, "an expected value on an expired row fails")
+		ok, err = st.ApplyBatchIf(ctx, p, []storage.Condition{{CCols: []byte("cond-nil")}}, []storage.Row{{PKey: p, CCols: []byte("cond-nil"), Value: []byte("new")}})
+		require.NoError(t, err)
+		assert.True(t, ok, "an expired row does not exist for ApplyBatchIf")
+		v, ok, err := st.Get(ctx, p, []byte("cond-nil"))
+		require.NoError(t, err)
+		assert.True(t, ok)
+		assert.Equal(t, []byte("new"), v)
 		ok, err = st.InsertIfNotExists(ctx, p, []byte("lease"), []byte("you"), time.Second)
 		require.NoError(t, err)
 		assert.True(t, ok, "an expired row does not exist")
+		v, _, err = st.Get(ctx, p, []byte("lease"))
+		require.NoError(t, err)
+		assert.Equal(t, []byte("you"), v)
 
 		for _, bad := range []time.Duration{-time.Second, 1500 * time.Millisecond, storage.MaxTTL + time.Second} {
 			_, err := st.InsertIfNotExists(ctx, p, []byte("bad"), nil, bad)
-			assert.ErrorIs(t, err, storage.ErrInvalidArgument, "ttl %v", bad)
+			assert.ErrorIs(t, err, storage.ErrInvalidArgument, "InsertIfNotExists ttl %v", bad)
+			_, err = st.CompareAndSwap(ctx, p, []byte("plain"), []byte("x"), []byte("y"), bad)
+			assert.ErrorIs(t, err, storage.ErrInvalidArgument, "CompareAndSwap ttl %v", bad)
 		}
+		_, ok, _ = st.Get(ctx, p, []byte("bad"))
+		assert.False(t, ok, "a rejected TTL writes nothing")
+		v, _, _ = st.Get(ctx, p, []byte("plain"))
+		assert.Equal(t, []byte("x"), v, "a rejected TTL writes nothing")
 	})
 
 	t.Run("Cancelled", func(t *testing.T) {
-		p := pk(t, "p")
+		p, c := pk(t, "p"), []byte("c")
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		err := st.Put(cctx, p, []byte("c"), []byte("v"))
-		require.ErrorIs(t, err, context.Canceled)
-		_, err = st.InsertIfNotExists(cctx, p, []byte("c"), []byte("v"), 0)
-		require.ErrorIs(t, err, context.Canceled)
-		_, _, err = st.Get(cctx, p, []byte("c"))
-		require.ErrorIs(t, err, context.Canceled)
-		_, ok, err := st.Get(ctx, p, []byte("c"))
+		calls := map[string]error{}
+		_, _, calls["Get"] = st.Get(cctx, p, c)
+		calls["GetBatch"] = st.GetBatch(cctx, p, []storage.GetItem{{CCols: c}})
+		calls["Put"] = st.Put(cctx, p, c, []byte("v"))
+		calls["PutBatch"] = st.PutBatch(cctx, []storage.Row{{PKey: p, CCols: c, Value: []byte("v")}})
+		calls["Read"] = st.Read(cctx, p, nil, nil, func(_, _ []byte) error { return nil })
+		_, calls["InsertIfNotExists"] = st.InsertIfNotExists(cctx, p, c, []byte("v"), 0)
+		_, calls["CompareAndSwap"] = st.CompareAndSwap(cctx, p, c, nil, []byte("v"), 0)
+		_, calls["CompareAndDelete"] = st.CompareAndDelete(cctx, p, c, nil)
+		_, calls["ApplyBatchIf"] = st.ApplyBatchIf(cctx, p, nil, []storage.Row{{PKey: p, CCols: c, Value: []byte("v")}})
+		_, _, calls["QueryTTL"] = st.QueryTTL(cctx, p, c)
+		for name, err := range calls {
+			assert.ErrorIs(t, err, context.Canceled, name)
+		}
+		dctx, dcancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+		defer dcancel()
+		err := st.Put(dctx, p, c, []byte("v"))
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		_, ok, err := st.Get(ctx, p, c)
 		require.NoError(t, err)
 		assert.False(t, ok, "a cancelled call writes nothing")
+	})
+
+	t.Run("ReadCancelledMidway", func(t *testing.T) {
+		p := pk(t, "p")
+		const rows = 3000
+		batch := make([]storage.Row, rows)
+		for i := range batch {
+			batch[i] = storage.Row{PKey: p, CCols: u16(uint16(i)), Value: []byte{1}}
+		}
+		require.NoError(t, st.PutBatch(ctx, batch))
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		seen := 0
+		err := st.Read(cctx, p, nil, nil, func(_, _ []byte) error {
+			if seen++; seen == 10 {
+				cancel()
+			}
+			return nil
+		})
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Less(t, seen, rows, "the read stopped after the cancel")
 	})
 
 	t.Run("Closed", func(t *testing.T) {
 		own := h.New(t)
 		require.NoError(t, own.Close())
-		err := own.Put(ctx, pk(t, "p"), []byte("c"), nil)
-		require.ErrorIs(t, err, storage.ErrClosed)
-		_, _, err = own.Get(ctx, pk(t, "p"), []byte("c"))
-		require.ErrorIs(t, err, storage.ErrClosed)
+		p, c := pk(t, "p"), []byte("c")
+		calls := map[string]error{}
+		_, _, calls["Get"] = own.Get(ctx, p, c)
+		calls["GetBatch"] = own.GetBatch(ctx, p, []storage.GetItem{{CCols: c}})
+		calls["Put"] = own.Put(ctx, p, c, nil)
+		calls["PutBatch"] = own.PutBatch(ctx, []storage.Row{{PKey: p, CCols: c}})
+		calls["Read"] = own.Read(ctx, p, nil, nil, func(_, _ []byte) error { return nil })
+		_, calls["InsertIfNotExists"] = own.InsertIfNotExists(ctx, p, c, nil, 0)
+		_, calls["CompareAndSwap"] = own.CompareAndSwap(ctx, p, c, nil, nil, 0)
+		_, calls["CompareAndDelete"] = own.CompareAndDelete(ctx, p, c, nil)
+		_, calls["ApplyBatchIf"] = own.ApplyBatchIf(ctx, p, nil, []storage.Row{{PKey: p, CCols: c}})
+		_, _, calls["QueryTTL"] = own.QueryTTL(ctx, p, c)
+		for name, err := range calls {
+			assert.ErrorIs(t, err, storage.ErrClosed, name)
+		}
+		if err := own.Close(); err != nil {
+			assert.ErrorIs(t, err, storage.ErrClosed, "a second Close returns nil or ErrClosed")
+		}
 	})
+}
+
+// race runs fn(0..n-1) in n goroutines at once and counts the calls that
+// returned true; it returns the first error.
+func race(n int, fn func(r int) (bool, error)) (wins int, err error) {
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for r := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			ok, err := fn(r)
+			if err != nil {
+				errs <- err
+			}
+			if ok {
+				won.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	return int(won.Load()), <-errs
 }
 
 // RunBenchmarks runs the driver benchmarks: Put, PutBatch of 500 numbers
