@@ -1,0 +1,184 @@
+// Package seqstorage implements isequencer.ISeqStorage for one application
+// partition: the sequencer's numbers and next PLog offset through
+// vvmadapter, and actualization from the partition's PLog through a
+// plog.PLogReader.
+package seqstorage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync/atomic"
+	"time"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
+)
+
+// ErrInvalidOptions wraps every problem New finds in Options.
+var ErrInvalidOptions = errors.New("seqstorage: invalid options")
+
+// DefaultTimeout bounds each ISeqStorage call when Options.Timeout is 0.
+const DefaultTimeout = 5 * time.Second
+
+// Options configure a Storage.
+type Options struct {
+	// Storage holds the sequencer's numbers and next PLog offset (and,
+	// unless Reader is set, the PLog). Required.
+	Storage storage.Storage
+
+	// App and Partition select the application partition.
+	App       isequencer.ClusterAppID
+	Partition isequencer.PartitionID
+
+	// Reader reads the partition's PLog. Default: a plog.Reader over
+	// Storage whose PageTimeout is Timeout.
+	Reader plog.PLogReader
+
+	// Timeout bounds each ReadNumbers, ReadNextPLogOffset and
+	// WriteValuesAndNextPLogOffset call (ISeqStorage passes no context) and,
+	// for the default Reader, the read of each PLog storage partition.
+	// Default 5 s.
+	Timeout time.Duration
+
+	// MinAccepted is, per SeqID, the smallest number actualization passes
+	// to the batcher (the reference design's #688 threshold). An event's
+	// number list is built from the IDs its records got, and IDs of other
+	// kinds share it: singleton IDs (65,536..66,047) and raw IDs are fixed
+	// per record type, not issued by the sequence. Fed to the batcher they
+	// would be recorded as the sequence's last issued number, which they
+	// never were; the threshold keeps them out. SeqIDs not in the map
+	// accept every number.
+	MinAccepted map[isequencer.SeqID]isequencer.Number
+}
+
+// EnsureDefaults sets zero fields to their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+}
+
+// Validate reports every problem of o at once. Call it after
+// EnsureDefaults.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Storage == nil {
+		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("%w: Timeout %v, must be >= 0", ErrInvalidOptions, o.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Storage implements isequencer.ISeqStorage for one application partition.
+// Calls follow ISeqStorage's concurrency contract; EventsRead may be called
+// at any time.
+type Storage struct {
+	o      Options
+	ad     *vvmadapter.Adapter
+	reader plog.PLogReader
+	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
+	events atomic.Uint64
+}
+
+var _ isequencer.ISeqStorage = (*Storage)(nil)
+
+// New validates o and returns a Storage.
+func New(o Options) (*Storage, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader}
+	if s.reader == nil {
+		r, err := plog.NewReader(o.Storage, plog.ReaderOptions{PageTimeout: o.Timeout})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		s.reader = r
+	}
+	s.o.MinAccepted = maps.Clone(o.MinAccepted)
+	return s, nil
+}
+
+// EventsRead returns the number of PLog events ActualizeSequencesFromPLog
+// has passed to its batchers since New.
+func (s *Storage) EventsRead() uint64 { return s.events.Load() }
+
+// ReadNumbers implements isequencer.ISeqStorage with one partition read of
+// the workspace.
+func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	out := make([]isequencer.Number, len(ids))
+	if err := s.ad.GetNumbers(ctx, ws, ids, out); err != nil {
+		return nil, fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
+	}
+	return out, nil
+}
+
+// ReadNextPLogOffset implements isequencer.ISeqStorage; 0 if none is
+// stored.
+func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	off, _, err := s.ad.GetPLogOffset(ctx, s.o.Partition)
+	if err != nil {
+		return 0, fmt.Errorf("seqstorage: app %d: %w", s.o.App, err)
+	}
+	return off, nil
+}
+
+// WriteValuesAndNextPLogOffset implements isequencer.ISeqStorage: one
+// PutBatch of the values, then, only if it succeeded, the offset. The
+// timeout bounds both writes together.
+func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next isequencer.PLogOffset) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	defer cancel()
+	if err := s.ad.PutNumbers(ctx, batch); err != nil {
+		return fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
+	}
+	if err := s.ad.PutPLogOffset(ctx, s.o.Partition, next); err != nil {
+		return fmt.Errorf("seqstorage: app %d: %w", s.o.App, err)
+	}
+	return nil
+}
+
+// ActualizeSequencesFromPLog implements isequencer.ISeqStorage. It pages
+// through the partition's PLog from offset to its first missing offset and
+// calls batcher once per event with the event's numbers, less those below
+// Options.MinAccepted (an event with none left is still passed, with an
+// empty batch, so that the sequencer learns its offset). A corrupt event
+// stops actualization with an error wrapping plog.ErrCorrupt that names the
+// partition and the offset. A batcher error is returned as is; ctx.Err()
+// once ctx is done.
+func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequencer.PLogOffset, batcher func(batch []isequencer.SeqValue, offset isequencer.PLogOffset) error) error {
+	var batcherErr error
+	err := s.reader.ReadEvents(ctx, s.o.Partition, offset, func(e *plog.Event) error {
+		b := s.batch[:0]
+		for _, n := range e.Numbers {
+			if least, ok := s.o.MinAccepted[n.SeqID]; ok && n.Number < least {
+				continue
+			}
+			b = append(b, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: e.WSID, SeqID: n.SeqID}, Value: n.Number})
+		}
+		s.batch = b
+		s.events.Add(1)
+		batcherErr = batcher(b, e.Offset)
+		return batcherErr
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case batcherErr != nil:
+		return batcherErr
+	case err != nil:
+		return fmt.Errorf("seqstorage: app %d: actualizing from PLog offset %d: %w", s.o.App, offset, err)
+	}
+	return nil
+}

@@ -1,0 +1,312 @@
+package seqstorage
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/mem"
+	"github.com/cqlseq/cqlseq/vvmadapter"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const (
+	app  isequencer.ClusterAppID = 7
+	part isequencer.PartitionID  = 3
+)
+
+// drivers runs f on each driver.
+func drivers(t *testing.T, f func(t *testing.T, st storage.Storage)) {
+	t.Run("mem", func(t *testing.T) {
+		st := mem.New(mem.Options{})
+		t.Cleanup(func() { _ = st.Close() })
+		f(t, st)
+	})
+	t.Run("bbolt", func(t *testing.T) {
+		st, err := boltdb.Open(filepath.Join(t.TempDir(), "seq.db"), boltdb.Options{NoSync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		f(t, st)
+	})
+}
+
+func newStorage(t *testing.T, o Options) *Storage {
+	t.Helper()
+	o.App, o.Partition = app, part
+	s, err := New(o)
+	require.NoError(t, err)
+	return s
+}
+
+func key(ws isequencer.WSID, id isequencer.SeqID) isequencer.NumberKey {
+	return isequencer.NumberKey{WSID: ws, SeqID: id}
+}
+
+func TestNumbersAndOffset(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage) {
+		s := newStorage(t, Options{Storage: st})
+		off, err := s.ReadNextPLogOffset()
+		require.NoError(t, err)
+		assert.Zero(t, off, "nothing stored")
+		nums, err := s.ReadNumbers(1, []isequencer.SeqID{1, 2})
+		require.NoError(t, err)
+		assert.Equal(t, []isequencer.Number{0, 0}, nums)
+
+		require.NoError(t, s.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{
+			{Key: key(1, 2), Value: 20}, {Key: key(2, 1), Value: 5},
+		}, 42))
+		require.NoError(t, s.WriteValuesAndNextPLogOffset(nil, 43), "an empty batch moves the offset")
+		off, err = s.ReadNextPLogOffset()
+		require.NoError(t, err)
+		assert.Equal(t, isequencer.PLogOffset(43), off)
+		nums, err = s.ReadNumbers(1, []isequencer.SeqID{1, 2})
+		require.NoError(t, err)
+		assert.Equal(t, []isequencer.Number{0, 20}, nums)
+
+		// The rows are vvmadapter's: another app or partition sees none.
+		o2, err := New(Options{Storage: st, App: app + 1, Partition: part})
+		require.NoError(t, err)
+		nums, _ = o2.ReadNumbers(1, []isequencer.SeqID{2})
+		assert.Equal(t, []isequencer.Number{0}, nums)
+		o3, _ := New(Options{Storage: st, App: app, Partition: part + 1})
+		off, _ = o3.ReadNextPLogOffset()
+		assert.Zero(t, off)
+	})
+}
+
+// failingStorage fails PutBatch or Put (the offset write) on demand and
+// records the order of writes.
+type failingStorage struct {
+	storage.Storage
+	mu       sync.Mutex
+	failPB   error
+	failPut  error
+	writes   []string
+	blockAll bool
+}
+
+func (s *failingStorage) PutBatch(ctx context.Context, rows []storage.Row) error {
+	s.mu.Lock()
+	s.writes = append(s.writes, "PutBatch")
+	err := s.failPB
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.Storage.PutBatch(ctx, rows)
+}
+
+func (s *failingStorage) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	s.mu.Lock()
+	s.writes = append(s.writes, "Put")
+	err := s.failPut
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return s.Storage.Put(ctx, pKey, cCols, value)
+}
+
+func (s *failingStorage) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+	if s.blockAll {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Storage.GetBatch(ctx, pKey, items)
+}
+
+func TestValuesBeforeOffset(t *testing.T) {
+	st := &failingStorage{Storage: mem.New(mem.Options{})}
+	defer st.Close()
+	s := newStorage(t, Options{Storage: st})
+	batch := []isequencer.SeqValue{{Key: key(1, 1), Value: 9}}
+	require.NoError(t, s.WriteValuesAndNextPLogOffset(batch, 5))
+	assert.Equal(t, []string{"PutBatch", "Put"}, st.writes, "values, then the offset")
+
+	st.failPB = errors.New("boom")
+	err := s.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 10}}, 6)
+	require.ErrorContains(t, err, "boom")
+	assert.Contains(t, err.Error(), "app 7 partition 3")
+	off, _ := s.ReadNextPLogOffset()
+	assert.Equal(t, isequencer.PLogOffset(5), off, "no offset without its values")
+	assert.Equal(t, []string{"PutBatch", "Put", "PutBatch"}, st.writes)
+
+	st.failPB, st.failPut = nil, errors.New("offset lost")
+	require.ErrorContains(t, s.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 11}}, 7), "offset lost")
+	nums, _ := s.ReadNumbers(1, []isequencer.SeqID{1})
+	assert.Equal(t, []isequencer.Number{11}, nums, "values may be ahead of the offset; replay from the old offset is harmless")
+}
+
+func TestCallsAreBoundedByTimeout(t *testing.T) {
+	st := &failingStorage{Storage: mem.New(mem.Options{}), blockAll: true}
+	defer st.Close()
+	s := newStorage(t, Options{Storage: st, Timeout: 20 * time.Millisecond})
+	began := time.Now()
+	_, err := s.ReadNumbers(1, []isequencer.SeqID{1})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(began), 5*time.Second)
+}
+
+// writeEvents writes events 1..n with the plog writer: event i is in
+// WSID 1+i%3 and took number 1000+i of SeqID 1 and number i of SeqID 2.
+func writeEvents(t *testing.T, st storage.Storage, n int) {
+	t.Helper()
+	w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust2})
+	require.NoError(t, err)
+	for i := 1; i <= n; i++ {
+		e := &plog.Event{Offset: isequencer.PLogOffset(i), WSID: isequencer.WSID(1 + i%3), Numbers: []plog.SeqNumber{
+			{SeqID: 1, Number: isequencer.Number(1000 + i)}, {SeqID: 2, Number: isequencer.Number(i)},
+		}}
+		require.NoError(t, w.Write(context.Background(), e))
+	}
+}
+
+type replayed struct {
+	offsets []isequencer.PLogOffset
+	values  map[isequencer.NumberKey]isequencer.Number
+	firsts  map[*isequencer.SeqValue]bool // distinct backing arrays seen
+}
+
+func replay(t *testing.T, s *Storage, from isequencer.PLogOffset) (replayed, error) {
+	t.Helper()
+	r := replayed{values: map[isequencer.NumberKey]isequencer.Number{}, firsts: map[*isequencer.SeqValue]bool{}}
+	err := s.ActualizeSequencesFromPLog(context.Background(), from, func(b []isequencer.SeqValue, off isequencer.PLogOffset) error {
+		r.offsets = append(r.offsets, off)
+		if len(b) > 0 {
+			r.firsts[&b[:1][0]] = true
+		}
+		for _, v := range b {
+			r.values[v.Key] = max(r.values[v.Key], v.Value)
+		}
+		return nil
+	})
+	return r, err
+}
+
+func TestActualizeFromPLog(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage) {
+		const n = 2*plog.EventsPerPartition + 100
+		writeEvents(t, st, n)
+		s := newStorage(t, Options{Storage: st})
+
+		r, err := replay(t, s, 4000)
+		require.NoError(t, err)
+		require.Len(t, r.offsets, n-4000+1)
+		for i, off := range r.offsets {
+			require.Equal(t, isequencer.PLogOffset(4000+i), off)
+		}
+		assert.Equal(t, uint64(n-4000+1), s.EventsRead())
+		assert.Equal(t, isequencer.Number(1000+n), r.values[key(1+n%3, 1)])
+		assert.Equal(t, isequencer.Number(n), r.values[key(1+n%3, 2)])
+		assert.Len(t, r.values, 6)
+		assert.Len(t, r.firsts, 1, "one batch slice, reused for every event")
+
+		r, err = replay(t, s, n+1)
+		require.NoError(t, err)
+		assert.Empty(t, r.offsets)
+		assert.Equal(t, uint64(n-4000+1), s.EventsRead(), "nothing after the end")
+	})
+}
+
+func TestActualizeMinAccepted(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	writeEvents(t, st, 10)
+	// SeqID 1 numbers are 1001..1010: accept from 1005; SeqID 2 numbers 1..10: accept from 100 (none).
+	s := newStorage(t, Options{Storage: st, MinAccepted: map[isequencer.SeqID]isequencer.Number{1: 1005, 2: 100}})
+	var got []isequencer.SeqValue
+	var offs []isequencer.PLogOffset
+	require.NoError(t, s.ActualizeSequencesFromPLog(context.Background(), 1, func(b []isequencer.SeqValue, off isequencer.PLogOffset) error {
+		offs = append(offs, off)
+		got = append(got, b...)
+		return nil
+	}))
+	assert.Len(t, offs, 10, "events whose numbers are all below the threshold are still passed")
+	require.Len(t, got, 6)
+	for _, v := range got {
+		assert.Equal(t, isequencer.SeqID(1), v.Key.SeqID)
+		assert.GreaterOrEqual(t, v.Value, isequencer.Number(1005))
+	}
+}
+
+func TestActualizeErrors(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	writeEvents(t, st, 20)
+	s := newStorage(t, Options{Storage: st})
+
+	stop := errors.New("batcher says stop")
+	err := s.ActualizeSequencesFromPLog(context.Background(), 1, func([]isequencer.SeqValue, isequencer.PLogOffset) error { return stop })
+	assert.Same(t, stop, err, "a batcher error is returned as is")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	err = s.ActualizeSequencesFromPLog(ctx, 1, func([]isequencer.SeqValue, isequencer.PLogOffset) error {
+		if n++; n == 5 {
+			cancel()
+		}
+		return nil
+	})
+	assert.Equal(t, context.Canceled, err, "ctx.Err() once ctx is done")
+
+	require.NoError(t, st.Put(context.Background(), plog.EventPKey(part, 15), plog.EventCCols(15), []byte{9, 9}))
+	r, err := replay(t, s, 10)
+	require.ErrorIs(t, err, plog.ErrCorrupt)
+	assert.Contains(t, err.Error(), "partition 3 offset 15")
+	assert.Len(t, r.offsets, 5, "events before the corrupt one were passed")
+}
+
+// TestCustomReader: another PLogReader is used as given.
+func TestCustomReader(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	rd := readerFunc(func(ctx context.Context, p isequencer.PartitionID, from isequencer.PLogOffset, cb func(*plog.Event) error) error {
+		assert.Equal(t, part, p)
+		return cb(&plog.Event{Partition: p, Offset: from, WSID: 4, Numbers: []plog.SeqNumber{{SeqID: 9, Number: 99}}})
+	})
+	s := newStorage(t, Options{Storage: st, Reader: rd})
+	r, err := replay(t, s, 77)
+	require.NoError(t, err)
+	assert.Equal(t, []isequencer.PLogOffset{77}, r.offsets)
+	assert.Equal(t, isequencer.Number(99), r.values[key(4, 9)])
+}
+
+type readerFunc func(context.Context, isequencer.PartitionID, isequencer.PLogOffset, func(*plog.Event) error) error
+
+func (f readerFunc) ReadEvents(ctx context.Context, p isequencer.PartitionID, from isequencer.PLogOffset, cb func(*plog.Event) error) error {
+	return f(ctx, p, from, cb)
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Options{Timeout: -1})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	assert.Contains(t, err.Error(), "Storage is nil")
+	assert.Contains(t, err.Error(), "Timeout")
+}
+
+// TestStoredRowsAreVVMAdapters pins where the numbers go.
+func TestStoredRowsAreVVMAdapters(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	s := newStorage(t, Options{Storage: st})
+	require.NoError(t, s.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 2), Value: 77}}, 9))
+	v, ok, err := st.Get(context.Background(), vvmadapter.WSKey(app, 5), vvmadapter.SeqCCols(2))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, vvmadapter.EncodeU64(77), v)
+	v, ok, _ = st.Get(context.Background(), vvmadapter.PartKey(app, part), vvmadapter.PartCCols(vvmadapter.PLogOffsetCC))
+	require.True(t, ok)
+	assert.Equal(t, vvmadapter.EncodeU64(9), v)
+}
