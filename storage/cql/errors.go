@@ -1,0 +1,69 @@
+package cql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// fail maps a query error: a closed session to storage.ErrClosed, the
+// caller's cancelled or expired ctx to ctx.Err(), the per-query timeout and
+// the server's or the connection's unavailability to storage.ErrUnavailable;
+// anything else is returned wrapped as is. qctx is the query's context
+// (ctx with the per-query timeout).
+func (s *Store) fail(ctx, qctx context.Context, op string, err error) error {
+	switch {
+	case s.closed.Load() || errors.Is(err, gocql.ErrSessionClosed):
+		return fmt.Errorf("cql: %s: %w", op, storage.ErrClosed)
+	case ctx.Err() != nil:
+		return fmt.Errorf("cql: %s: %w", op, ctx.Err())
+	case qctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("cql: %s: no answer within %v: %w: %w", op, s.o.Timeout, storage.ErrUnavailable, err)
+	case unavailable(err):
+		return fmt.Errorf("cql: %s: %w: %w", op, storage.ErrUnavailable, err)
+	}
+	return fmt.Errorf("cql: %s: %w", op, err)
+}
+
+// unavailable reports errors after which a later retry may succeed: the
+// server could not reach enough replicas in time, is overloaded or starting,
+// or the driver has no working connection.
+func unavailable(err error) bool {
+	var re gocql.RequestError
+	if errors.As(err, &re) {
+		switch re.Code() {
+		case gocql.ErrCodeUnavailable, gocql.ErrCodeOverloaded, gocql.ErrCodeBootstrapping,
+			gocql.ErrCodeWriteTimeout, gocql.ErrCodeReadTimeout, gocql.ErrCodeCASWriteUnknown:
+			return true
+		}
+		return false
+	}
+	for _, e := range []error{
+		gocql.ErrNoConnections, gocql.ErrConnectionClosed, gocql.ErrTimeoutNoResponse,
+		gocql.ErrNoConnectionsInPool, gocql.ErrUnavailable, gocql.ErrNoConnectionsStarted,
+		gocql.ErrSessionNotReady,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}
+
+// outcomeUnknown reports whether a conditional write that failed with err
+// may nevertheless have been applied: a CAS write timeout or
+// CAS_WRITE_UNKNOWN from the server, any other write timeout, or a request
+// that was sent but got no answer (connection lost, client timeout, context
+// done while in flight).
+func outcomeUnknown(err error) bool {
+	var cu *gocql.RequestErrCASWriteUnknown
+	var wt *gocql.RequestErrWriteTimeout
+	var qe *gocql.QueryError
+	return errors.As(err, &cu) || errors.As(err, &wt) || errors.As(err, &qe) && qe.PotentiallyExecuted()
+}

@@ -1,0 +1,296 @@
+package cql
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// state is one row as a write leaves it or a condition requires it.
+type state struct {
+	exists bool
+	value  []byte
+}
+
+func (a state) equal(b state) bool {
+	return a.exists == b.exists && (!a.exists || bytes.Equal(a.value, b.value))
+}
+
+// effect is what a conditional write does to one row: the state it leaves
+// (after) and the state its conditions require beforehand (before; nil when
+// they say nothing about the row).
+type effect struct {
+	cCols  []byte
+	after  state
+	before *state
+}
+
+// proven reports whether rows (clustering key -> value, as a SERIAL read
+// returned them) prove that a write with these effects was applied: every
+// row is in its after state, and at least one after state differs from its
+// before state, so that the rows cannot merely have stayed as they were.
+func proven(effects []effect, rows map[string][]byte) bool {
+	differs := false
+	for _, e := range effects {
+		v, ok := rows[string(e.cCols)]
+		if !(state{exists: ok, value: v}).equal(e.after) {
+			return false
+		}
+		if e.before != nil && !e.before.equal(e.after) {
+			differs = true
+		}
+	}
+	return differs
+}
+
+// conditional runs exec, a conditional write, with a per-query deadline.
+// When its outcome is unknown it re-reads the effects' rows at the serial
+// consistency and reports applied only if the read proves it; otherwise it
+// returns an error wrapping storage.ErrUnknownOutcome (and ctx.Err() when
+// the caller's context ended with the write in flight).
+func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects []effect, exec func(qctx context.Context) (bool, error)) (bool, error) {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	applied, err := exec(qctx)
+	if err == nil {
+		return applied, nil
+	}
+	if !outcomeUnknown(err) {
+		return false, s.fail(ctx, qctx, op, err)
+	}
+	switch {
+	case s.closed.Load():
+		return false, fmt.Errorf("cql: %s: %w: %w: %w", op, storage.ErrUnknownOutcome, storage.ErrClosed, err)
+	case ctx.Err() != nil:
+		return false, fmt.Errorf("cql: %s: %w: %w: %w", op, storage.ErrUnknownOutcome, ctx.Err(), err)
+	}
+	keys := make([][]byte, 0, len(effects))
+	for _, e := range effects {
+		keys = append(keys, blob(e.cCols))
+	}
+	rows := map[string][]byte{}
+	if rerr := s.readIn(ctx, op+": serial re-read", s.o.SerialConsistency, pKey, keys, rows); rerr != nil {
+		s.o.Logger.Warn("cql: conditional write outcome unknown, serial re-read failed", "op", op, "err", err, "reread", rerr)
+		return false, fmt.Errorf("cql: %s: %w: %w (serial re-read: %v)", op, storage.ErrUnknownOutcome, err, rerr)
+	}
+	if proven(effects, rows) {
+		s.o.Logger.Info("cql: conditional write outcome decided by serial re-read: applied", "op", op, "err", err)
+		return true, nil
+	}
+	s.o.Logger.Warn("cql: conditional write outcome unknown after serial re-read", "op", op, "err", err)
+	return false, fmt.Errorf("cql: %s: %w: %w (a serial re-read does not prove it applied)", op, storage.ErrUnknownOutcome, err)
+}
+
+// InsertIfNotExists implements storage.Storage (INSERT ... IF NOT EXISTS
+// USING TTL).
+func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
+	const op = "insert if not exists"
+	if err := storage.ValidateTTL(ttl); err != nil {
+		return false, fmt.Errorf("cql: %s: %w", op, err)
+	}
+	if err := s.begin(ctx, op, pKey); err != nil {
+		return false, err
+	}
+	eff := []effect{{cCols: cCols, after: state{true, blob(value)}, before: &state{}}}
+	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
+		return s.query(qctx, s.stmt.putTTLIfNotExists, pKey, blob(cCols), blob(value), ttlSeconds(ttl)).
+			MapScanCAS(map[string]any{})
+	})
+}
+
+// CompareAndSwap implements storage.Storage (UPDATE ... IF value = ?). With
+// a TTL, the row is also re-inserted with that TTL in the same conditional
+// batch, so that the row's liveness expires with its value.
+func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
+	const op = "compare and swap"
+	if err := storage.ValidateTTL(ttl); err != nil {
+		return false, fmt.Errorf("cql: %s: %w", op, err)
+	}
+	if err := s.begin(ctx, op, pKey); err != nil {
+		return false, err
+	}
+	c, o, n, sec := blob(cCols), blob(oldValue), blob(newValue), ttlSeconds(ttl)
+	eff := []effect{{cCols: cCols, after: state{true, n}, before: &state{true, o}}}
+	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
+		if ttl == 0 {
+			return s.query(qctx, s.stmt.casUpdate, sec, n, pKey, c, o).MapScanCAS(map[string]any{})
+		}
+		b := s.batch(qctx)
+		b.Query(s.stmt.putTTL, pKey, c, n, sec)
+		b.Query(s.stmt.casUpdate, sec, n, pKey, c, o)
+		return s.execBatchCAS(b)
+	})
+}
+
+// CompareAndDelete implements storage.Storage (DELETE ... IF value = ?).
+func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (bool, error) {
+	const op = "compare and delete"
+	if err := s.begin(ctx, op, pKey); err != nil {
+		return false, err
+	}
+	exp := blob(expected)
+	eff := []effect{{cCols: cCols, after: state{}, before: &state{true, exp}}}
+	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
+		return s.query(qctx, s.stmt.casDelete, pKey, blob(cCols), exp).MapScanCAS(map[string]any{})
+	})
+}
+
+// ApplyBatchIf implements storage.Storage with one conditional batch on the
+// partition: a written row named by a nil-Expected condition is INSERT ...
+// IF NOT EXISTS, a row with a value condition UPDATE ... IF value = ?, other
+// written rows plain INSERTs. A condition on a row the batch does not write
+// is carried by a statement that leaves the row as the condition requires
+// it: for a value condition, an UPDATE writing the same value back (which
+// clears a TTL the row had); for a nil one, a DELETE of the value IF value =
+// null. Conditions that contradict each other make it return false without
+// a query. Without conditions the rows are written as one UNLOGGED batch.
+func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	const op = "apply batch if"
+	if err := s.begin(ctx, op, pKey); err != nil {
+		return false, err
+	}
+	plan, err := planBatchIf(pKey, conds, rows)
+	if err != nil {
+		return false, fmt.Errorf("cql: %s: %w", op, err)
+	}
+	switch {
+	case plan.never:
+		return false, nil
+	case len(plan.entries) == 0:
+		return true, nil
+	case len(conds) == 0:
+		var rs []storage.Row
+		for _, e := range plan.effects {
+			rs = append(rs, storage.Row{PKey: pKey, CCols: e.cCols, Value: e.after.value})
+		}
+		if err := s.writeChunk(ctx, rs); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	return s.conditional(ctx, op, pKey, plan.effects, func(qctx context.Context) (bool, error) {
+		b := s.batch(qctx)
+		for _, e := range plan.entries {
+			b.Query(s.stmt.byKind(e.kind), e.args...)
+		}
+		return s.execBatchCAS(b)
+	})
+}
+
+// Statement kinds of a conditional batch.
+type stmtKind int
+
+const (
+	kindPut               stmtKind = iota // INSERT
+	kindInsertIfNotExists                 // INSERT ... IF NOT EXISTS
+	kindUpdateIf                          // UPDATE SET value = ? ... IF value = ?
+	kindCondAbsent                        // DELETE value ... IF value = null
+)
+
+func (st statements) byKind(k stmtKind) string {
+	switch k {
+	case kindInsertIfNotExists:
+		return st.insertIfNotExists
+	case kindUpdateIf:
+		return st.updateIf
+	case kindCondAbsent:
+		return st.condAbsent
+	}
+	return st.put
+}
+
+type batchEntry struct {
+	kind stmtKind
+	args []any
+}
+
+// batchPlan is ApplyBatchIf's batch: its statements, their effects, and
+// whether the conditions contradict each other.
+type batchPlan struct {
+	entries []batchEntry
+	effects []effect
+	never   bool
+}
+
+// planBatchIf builds ApplyBatchIf's statements. Rows outside pKey are
+// storage.ErrInvalidArgument; a later row for a key replaces an earlier one.
+func planBatchIf(pKey []byte, conds []storage.Condition, rows []storage.Row) (batchPlan, error) {
+	var p batchPlan
+	for _, r := range rows {
+		if !bytes.Equal(r.PKey, pKey) {
+			return p, fmt.Errorf("%w: row in another partition", storage.ErrInvalidArgument)
+		}
+	}
+	cond := map[string]*state{}
+	var condOrder []string
+	for _, c := range conds {
+		want := &state{}
+		if c.Expected != nil {
+			want = &state{true, c.Expected}
+		}
+		if prev, ok := cond[string(c.CCols)]; ok {
+			if !prev.equal(*want) {
+				p.never = true
+				return p, nil
+			}
+			continue
+		}
+		cond[string(c.CCols)] = want
+		condOrder = append(condOrder, string(c.CCols))
+	}
+	written := map[string]int{} // clustering key -> index in p.effects
+	for _, r := range rows {
+		if i, ok := written[string(r.CCols)]; ok {
+			p.effects[i].after.value = blob(r.Value)
+			continue
+		}
+		written[string(r.CCols)] = len(p.effects)
+		p.effects = append(p.effects, effect{cCols: blob(r.CCols), after: state{true, blob(r.Value)}, before: cond[string(r.CCols)]})
+	}
+	for _, e := range p.effects {
+		switch {
+		case e.before == nil:
+			p.entries = append(p.entries, batchEntry{kindPut, []any{pKey, e.cCols, e.after.value}})
+		case !e.before.exists:
+			p.entries = append(p.entries, batchEntry{kindInsertIfNotExists, []any{pKey, e.cCols, e.after.value}})
+		default:
+			p.entries = append(p.entries, batchEntry{kindUpdateIf, []any{e.after.value, pKey, e.cCols, blob(e.before.value)}})
+		}
+	}
+	for _, k := range condOrder {
+		if _, ok := written[k]; ok {
+			continue
+		}
+		c, want := []byte(k), cond[k]
+		p.effects = append(p.effects, effect{cCols: c, after: *want, before: want})
+		if want.exists {
+			p.entries = append(p.entries, batchEntry{kindUpdateIf, []any{blob(want.value), pKey, c, blob(want.value)}})
+		} else {
+			p.entries = append(p.entries, batchEntry{kindCondAbsent, []any{pKey, c}})
+		}
+	}
+	return p, nil
+}
+
+// batch returns a batch for a conditional write bounded by qctx.
+func (s *Store) batch(qctx context.Context) *gocql.Batch {
+	b := s.session.Batch(gocql.LoggedBatch).WithContext(qctx).SerialConsistency(s.o.SerialConsistency)
+	b.SetConsistency(s.o.Consistency)
+	return b
+}
+
+// execBatchCAS executes a conditional batch and reads [applied] by name.
+func (s *Store) execBatchCAS(b *gocql.Batch) (bool, error) {
+	applied, iter, err := s.session.MapExecuteBatchCAS(b, map[string]any{})
+	if iter != nil {
+		if cerr := iter.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return applied, err
+}

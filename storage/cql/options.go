@@ -1,0 +1,193 @@
+package cql
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Defaults of Options.
+const (
+	DefaultTable          = "values"
+	DefaultConsistency    = gocql.LocalQuorum
+	DefaultSerial         = gocql.LocalSerial
+	DefaultTimeout        = 5 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultPageSize       = 1000
+	DefaultNumConns       = 2
+	DefaultBatchRows      = 100
+	DefaultBatchBytes     = 32 << 10
+	DefaultWriteWorkers   = 8
+)
+
+// validName is what keyspace and table names must match; CQL cannot bind
+// names, so they are validated before they reach a statement.
+var validName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,47}$`)
+
+// Options configure Open.
+type Options struct {
+	// Hosts are the contact points, "host" or "host:port" (default port
+	// 9042). Required unless Session is set.
+	Hosts []string
+	// Keyspace holds the table. Required. Create it and the table with
+	// package schema.
+	Keyspace string
+	// Table is the key-value table, of the shape
+	// (p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col)).
+	// Default "values".
+	Table string
+
+	// Session, when set, is used instead of connecting: its own settings
+	// (hosts, consistency, timeouts, TLS, ...) stay as the caller built
+	// them, except that every query is given Consistency,
+	// SerialConsistency and a deadline. Close does not close it. Hosts,
+	// Username, Password, TLS, ConnectTimeout, NumConns and
+	// DisableInitialHostLookup must then be left zero.
+	Session *gocql.Session
+
+	// Consistency of reads and writes. Default LOCAL_QUORUM. ANY (the
+	// zero value) cannot be chosen.
+	Consistency gocql.Consistency
+	// SerialConsistency of lightweight transactions: gocql.Serial or
+	// gocql.LocalSerial (default).
+	SerialConsistency gocql.Consistency
+
+	// Timeout bounds each query (each page of a Read) unless the call's
+	// context has an earlier deadline. Default 5 s.
+	Timeout time.Duration
+	// ConnectTimeout bounds connecting to each host in Open. Default 5 s.
+	ConnectTimeout time.Duration
+
+	// Username and Password enable password authentication when Username
+	// is set.
+	Username string
+	Password string
+	// TLS enables TLS with this configuration. Host names are verified
+	// unless TLS.InsecureSkipVerify is set.
+	TLS *tls.Config
+
+	// PageSize is the number of rows a Read fetches per query. Default 1000.
+	PageSize int
+	// NumConns is the number of connections per host (per shard on
+	// ScyllaDB). Default 2.
+	NumConns int
+	// DisableInitialHostLookup keeps the driver to Hosts instead of the
+	// addresses the nodes advertise: for a single node behind a port
+	// mapping or a loopback address.
+	DisableInitialHostLookup bool
+
+	// BatchRows and BatchBytes bound one UNLOGGED batch of PutBatch (rows,
+	// and bytes of keys and values): a partition with more is written in
+	// several batches. Defaults 100 rows and 32 KiB (under Cassandra's
+	// default batch_size_fail_threshold of 50 KiB).
+	BatchRows  int
+	BatchBytes int
+	// WriteWorkers bounds the partitions PutBatch writes concurrently.
+	// Default 8.
+	WriteWorkers int
+
+	// Logger receives the driver's messages and unknown LWT outcomes.
+	// Default slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Table == "" {
+		o.Table = DefaultTable
+	}
+	if o.Consistency == 0 {
+		o.Consistency = DefaultConsistency
+	}
+	if o.SerialConsistency == 0 {
+		o.SerialConsistency = DefaultSerial
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Session == nil {
+		if o.ConnectTimeout == 0 {
+			o.ConnectTimeout = DefaultConnectTimeout
+		}
+		if o.NumConns == 0 {
+			o.NumConns = DefaultNumConns
+		}
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.BatchRows == 0 {
+		o.BatchRows = DefaultBatchRows
+	}
+	if o.BatchBytes == 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+	if o.WriteWorkers == 0 {
+		o.WriteWorkers = DefaultWriteWorkers
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem of o at once, wrapping
+// storage.ErrInvalidArgument. Call EnsureDefaults first.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
+	if !validName.MatchString(o.Keyspace) {
+		bad("keyspace name %q does not match %s", o.Keyspace, validName)
+	}
+	if !validName.MatchString(o.Table) {
+		bad("table name %q does not match %s", o.Table, validName)
+	}
+	if o.Session == nil {
+		if len(o.Hosts) == 0 {
+			bad("no Hosts and no Session")
+		}
+		for _, h := range o.Hosts {
+			if h == "" {
+				bad("empty host in Hosts")
+			}
+		}
+		if o.ConnectTimeout < 0 {
+			bad("negative ConnectTimeout %v", o.ConnectTimeout)
+		}
+		if o.NumConns < 0 {
+			bad("negative NumConns %d", o.NumConns)
+		}
+	} else if len(o.Hosts) > 0 || o.Username != "" || o.Password != "" || o.TLS != nil || o.ConnectTimeout != 0 || o.NumConns != 0 || o.DisableInitialHostLookup {
+		bad("Session is set: connection options (Hosts, Username, Password, TLS, ConnectTimeout, NumConns, DisableInitialHostLookup) belong to the caller's session")
+	}
+	if o.Password != "" && o.Username == "" {
+		bad("Password without Username")
+	}
+	switch o.Consistency {
+	case gocql.One, gocql.Two, gocql.Three, gocql.Quorum, gocql.All, gocql.LocalQuorum, gocql.EachQuorum, gocql.LocalOne:
+	default:
+		bad("Consistency %v is not a read/write consistency", o.Consistency)
+	}
+	if o.SerialConsistency != gocql.Serial && o.SerialConsistency != gocql.LocalSerial {
+		bad("SerialConsistency %v is neither SERIAL nor LOCAL_SERIAL", o.SerialConsistency)
+	}
+	if o.Timeout < 0 {
+		bad("negative Timeout %v", o.Timeout)
+	}
+	if o.PageSize < 0 {
+		bad("negative PageSize %d", o.PageSize)
+	}
+	if o.BatchRows < 0 || o.BatchBytes < 0 || o.WriteWorkers < 0 {
+		bad("negative BatchRows %d, BatchBytes %d or WriteWorkers %d", o.BatchRows, o.BatchBytes, o.WriteWorkers)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cql: %w: %w", storage.ErrInvalidArgument, err)
+	}
+	return nil
+}

@@ -1,0 +1,305 @@
+package cql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// maxIn bounds the clustering keys of one GetBatch query (c_col IN ?).
+const maxIn = 100
+
+// Get implements storage.Storage.
+func (s *Store) Get(ctx context.Context, pKey, cCols []byte) ([]byte, bool, error) {
+	if err := s.begin(ctx, "get", pKey); err != nil {
+		return nil, false, err
+	}
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	var v []byte
+	err := s.query(qctx, s.stmt.get, pKey, blob(cCols)).Scan(&v)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, s.fail(ctx, qctx, "get", err)
+	}
+	return blob(v), true, nil
+}
+
+// GetBatch implements storage.Storage. It reads up to 100 distinct keys per
+// query (c_col IN ?).
+func (s *Store) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+	if err := s.begin(ctx, "get batch", pKey); err != nil {
+		return err
+	}
+	var keys [][]byte
+	seen := map[string]bool{}
+	for _, it := range items {
+		if !seen[string(it.CCols)] {
+			seen[string(it.CCols)] = true
+			keys = append(keys, blob(it.CCols))
+		}
+	}
+	found := make(map[string][]byte, len(keys))
+	for len(keys) > 0 {
+		n := min(len(keys), maxIn)
+		if err := s.readIn(ctx, "get batch", s.o.Consistency, pKey, keys[:n], found); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	for i := range items {
+		v, ok := found[string(items[i].CCols)]
+		items[i].Ok, items[i].Value = ok, nil
+		if ok {
+			items[i].Value = append([]byte{}, v...)
+		}
+	}
+	return nil
+}
+
+// readIn reads the rows of pKey with the given clustering keys at
+// consistency c into found (clustering key -> value).
+func (s *Store) readIn(ctx context.Context, op string, c gocql.Consistency, pKey []byte, keys [][]byte, found map[string][]byte) error {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	iter := s.query(qctx, s.stmt.getIn, pKey, keys).Consistency(c).Iter()
+	for {
+		var k, v []byte // fresh per row: gocql reuses a destination's array
+		if !iter.Scan(&k, &v) {
+			break
+		}
+		found[string(k)] = blob(v)
+	}
+	if err := iter.Close(); err != nil {
+		return s.fail(ctx, qctx, op, err)
+	}
+	return nil
+}
+
+// Put implements storage.Storage.
+func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	if err := s.begin(ctx, "put", pKey); err != nil {
+		return err
+	}
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	if err := s.query(qctx, s.stmt.put, pKey, blob(cCols), blob(value)).Exec(); err != nil {
+		return s.fail(ctx, qctx, "put", err)
+	}
+	return nil
+}
+
+// PutBatch implements storage.Storage. Rows are grouped by partition (a
+// later row for the same key replaces an earlier one); each partition is
+// written as UNLOGGED batches of at most BatchRows rows and BatchBytes
+// bytes, atomic each; up to WriteWorkers batches are in flight at once. The
+// first failure cancels the batches not yet sent and is returned.
+func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	for _, r := range rows {
+		if err := s.begin(ctx, "put batch", r.PKey); err != nil {
+			return err
+		}
+	}
+	chunks := chunkRows(rows, s.o.BatchRows, s.o.BatchBytes)
+	return runBounded(ctx, s.o.WriteWorkers, len(chunks), func(ctx context.Context, i int) error {
+		return s.writeChunk(ctx, chunks[i])
+	})
+}
+
+// writeChunk writes rows of one partition: one INSERT, or an UNLOGGED batch.
+func (s *Store) writeChunk(ctx context.Context, rows []storage.Row) error {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	var err error
+	if len(rows) == 1 {
+		err = s.query(qctx, s.stmt.put, rows[0].PKey, blob(rows[0].CCols), blob(rows[0].Value)).Exec()
+	} else {
+		b := s.session.Batch(gocql.UnloggedBatch).WithContext(qctx)
+		b.SetConsistency(s.o.Consistency)
+		for _, r := range rows {
+			b.Query(s.stmt.put, r.PKey, blob(r.CCols), blob(r.Value))
+		}
+		err = b.Exec()
+	}
+	if err != nil {
+		return s.fail(ctx, qctx, "put batch", err)
+	}
+	return nil
+}
+
+// chunkRows groups rows by partition, keeps the last row of each (partition,
+// clustering key), and cuts each partition's rows into chunks of at most
+// maxRows rows and maxBytes bytes of keys and values (at least one row).
+// Partitions keep the order of their first row, rows within one the order
+// of their last write.
+func chunkRows(rows []storage.Row, maxRows, maxBytes int) [][]storage.Row {
+	type part struct {
+		rows []storage.Row
+		idx  map[string]int
+	}
+	var order []string
+	parts := map[string]*part{}
+	for _, r := range rows {
+		p := parts[string(r.PKey)]
+		if p == nil {
+			p = &part{idx: map[string]int{}}
+			parts[string(r.PKey)] = p
+			order = append(order, string(r.PKey))
+		}
+		if i, ok := p.idx[string(r.CCols)]; ok {
+			p.rows[i].Value = r.Value
+			continue
+		}
+		p.idx[string(r.CCols)] = len(p.rows)
+		p.rows = append(p.rows, r)
+	}
+	var out [][]storage.Row
+	for _, k := range order {
+		rs := parts[k].rows
+		for len(rs) > 0 {
+			n, size := 0, 0
+			for n < len(rs) && n < maxRows {
+				sz := len(rs[n].CCols) + len(rs[n].Value)
+				if n > 0 && size+sz > maxBytes {
+					break
+				}
+				size += sz
+				n++
+			}
+			out = append(out, rs[:n:n])
+			rs = rs[n:]
+		}
+	}
+	return out
+}
+
+// runBounded calls do(ctx, i) for i in [0, n) on at most workers goroutines
+// and waits for them. The first error cancels the context given to the
+// other calls, stops starting new ones, and is returned.
+func runBounded(ctx context.Context, workers, n int, do func(ctx context.Context, i int) error) error {
+	if n == 1 || workers <= 1 {
+		for i := range n {
+			if err := do(ctx, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next  atomic.Int64
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for range min(workers, n) {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := do(ctx, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first == nil && int(next.Load()) < n {
+		// Stopped by the caller's context before every call was claimed.
+		return fmt.Errorf("cql: put batch: %w", context.Cause(ctx))
+	}
+	return first
+}
+
+// Read implements storage.Storage. Each page of PageSize rows is one query
+// (resumed with the driver's paging state) bounded by Timeout; cb runs
+// between queries, so it may call the Store.
+func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
+	if err := s.begin(ctx, "read", pKey); err != nil {
+		return err
+	}
+	args := []any{pKey}
+	var which int
+	if from != nil {
+		which |= 1
+		args = append(args, from)
+	}
+	if to != nil {
+		which |= 2
+		args = append(args, to)
+	}
+	var state []byte
+	page := make([]storage.Row, 0, s.o.PageSize)
+	for {
+		var err error
+		page, state, err = s.readPage(ctx, s.stmt.read[which], args, state, page[:0])
+		if err != nil {
+			return err
+		}
+		for _, r := range page {
+			if err := cb(r.CCols, r.Value); err != nil {
+				return err
+			}
+		}
+		if len(state) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cql: read: %w", err)
+		}
+	}
+}
+
+func (s *Store) readPage(ctx context.Context, stmt string, args []any, state []byte, page []storage.Row) ([]storage.Row, []byte, error) {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	iter := s.query(qctx, stmt, args...).PageSize(s.o.PageSize).PageState(state).Iter()
+	next := iter.PageState()
+	for {
+		var k, v []byte // fresh per row: gocql reuses a destination's array
+		if !iter.Scan(&k, &v) {
+			break
+		}
+		page = append(page, storage.Row{CCols: blob(k), Value: blob(v)})
+	}
+	if err := iter.Close(); err != nil {
+		return nil, nil, s.fail(ctx, qctx, "read", err)
+	}
+	return page, next, nil
+}
+
+// QueryTTL implements storage.Storage, with CQL's whole seconds.
+func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (time.Duration, bool, error) {
+	if err := s.begin(ctx, "query TTL", pKey); err != nil {
+		return 0, false, err
+	}
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	var ttl *int
+	err := s.query(qctx, s.stmt.ttl, pKey, blob(cCols)).Scan(&ttl)
+	switch {
+	case errors.Is(err, gocql.ErrNotFound):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, s.fail(ctx, qctx, "query TTL", err)
+	case ttl == nil:
+		return 0, true, nil
+	}
+	return time.Duration(*ttl) * time.Second, true, nil
+}

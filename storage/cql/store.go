@@ -1,0 +1,216 @@
+// Package cql is the storage.Storage driver for Apache Cassandra and
+// ScyllaDB, on the gocql API (ScyllaDB's fork through cqlseq's go.mod
+// replace). The keyspace and table must exist: create them with package
+// schema.
+//
+// Every statement is prepared, with bind markers for all values; keyspace
+// and table names are validated identifiers. Every query carries the call's
+// context and a deadline of Options.Timeout unless the context's is earlier.
+// Lightweight transactions read their result by column name (ScyllaDB
+// returns the previous row even when applied, Cassandra only [applied]).
+// A conditional write whose outcome the server could not report (CAS write
+// timeout, or no answer on a sent request) is decided by a SERIAL re-read of
+// the rows it targets: it is reported as applied only when that read proves
+// it (every written row holds what the write put there and at least one of
+// them differs from what the conditions required before); otherwise the
+// call fails with an error wrapping storage.ErrUnknownOutcome. The proof
+// assumes that competing writers never write the very same value.
+package cql
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Store implements storage.Storage on a CQL table.
+type Store struct {
+	o       Options
+	session *gocql.Session
+	owned   bool // the session was created by Open and is closed by Close
+	closed  atomic.Bool
+	stmt    statements
+}
+
+var _ storage.Storage = (*Store)(nil)
+
+// statements are the CQL texts, built once from the validated names.
+type statements struct {
+	get, getIn, put, putTTLIfNotExists, ttl string
+	casUpdate, casDelete                    string
+	read                                    [4]string // by bounds: none, from, to, both
+	condAbsent                              string    // carries "row must not exist" in a conditional batch
+	insertIfNotExists                       string    // INSERT IF NOT EXISTS without TTL, in batches
+	updateIf                                string    // UPDATE ... IF value = ?, in batches
+	putTTL                                  string
+}
+
+func newStatements(keyspace, table string) statements {
+	t := keyspace + "." + table
+	sel := "SELECT c_col, value FROM " + t + " WHERE p_key = ?"
+	return statements{
+		get:               "SELECT value FROM " + t + " WHERE p_key = ? AND c_col = ?",
+		getIn:             sel + " AND c_col IN ?",
+		put:               "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?)",
+		putTTL:            "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) USING TTL ?",
+		putTTLIfNotExists: "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?",
+		insertIfNotExists: "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) IF NOT EXISTS",
+		ttl:               "SELECT TTL(value) FROM " + t + " WHERE p_key = ? AND c_col = ?",
+		casUpdate:         "UPDATE " + t + " USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
+		updateIf:          "UPDATE " + t + " SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
+		casDelete:         "DELETE FROM " + t + " WHERE p_key = ? AND c_col = ? IF value = ?",
+		condAbsent:        "DELETE value FROM " + t + " WHERE p_key = ? AND c_col = ? IF value = null",
+		read: [4]string{
+			sel,
+			sel + " AND c_col >= ?",
+			sel + " AND c_col < ?",
+			sel + " AND c_col >= ? AND c_col < ?",
+		},
+	}
+}
+
+// Open connects (or takes Options.Session), checks that the table exists,
+// and returns the Store. ctx bounds the whole of Open: the connection
+// attempt to each host is bounded by ConnectTimeout and by ctx's deadline.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cql: open: %w", err)
+	}
+	st := &Store{o: o, session: o.Session, stmt: newStatements(o.Keyspace, o.Table)}
+	if st.session == nil {
+		s, err := connect(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		st.session, st.owned = s, true
+	}
+	if err := st.checkTable(ctx); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func connect(ctx context.Context, o Options) (*gocql.Session, error) {
+	c := gocql.NewCluster(o.Hosts...)
+	c.Consistency = o.Consistency
+	c.SerialConsistency = o.SerialConsistency
+	c.Timeout = o.Timeout
+	c.ReadTimeout = o.Timeout
+	c.WriteTimeout = o.Timeout
+	c.ConnectTimeout = o.ConnectTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.ConnectTimeout {
+		c.ConnectTimeout = max(time.Until(d), time.Millisecond)
+	}
+	c.NumConns = o.NumConns
+	c.PageSize = o.PageSize
+	c.DisableInitialHostLookup = o.DisableInitialHostLookup
+	c.Logger = slogAdapter{o.Logger}
+	if o.Username != "" {
+		c.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
+	}
+	if o.TLS != nil {
+		c.SslOpts = &gocql.SslOptions{Config: o.TLS.Clone(), EnableHostVerification: !o.TLS.InsecureSkipVerify}
+	}
+	s, err := c.CreateSession()
+	if err != nil {
+		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(o.Hosts, ","), storage.ErrUnavailable, err)
+	}
+	if err := ctx.Err(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("cql: open: %w", err)
+	}
+	return s, nil
+}
+
+// checkTable fails clearly when the keyspace or table is missing.
+func (s *Store) checkTable(ctx context.Context) error {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	ks, tbl := strings.ToLower(s.o.Keyspace), strings.ToLower(s.o.Table)
+	iter := s.session.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, tbl).
+		Consistency(gocql.One).WithContext(qctx).Iter()
+	n := iter.NumRows()
+	if err := iter.Close(); err != nil {
+		return s.fail(ctx, qctx, "open", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("cql: table %s.%s does not exist: create it with package schema (cqlseq migrate)", ks, tbl)
+	}
+	return nil
+}
+
+// Close implements storage.Storage. It closes the session Open created, not
+// a caller's Options.Session. Calls in flight fail with storage.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.owned {
+		s.session.Close()
+	}
+	return nil
+}
+
+// begin checks a call's preconditions: open store, live context, non-empty
+// partition key.
+func (s *Store) begin(ctx context.Context, op string, pKey []byte) error {
+	if s.closed.Load() {
+		return fmt.Errorf("cql: %s: %w", op, storage.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cql: %s: %w", op, err)
+	}
+	if len(pKey) == 0 {
+		return fmt.Errorf("cql: %s: %w: empty partition key", op, storage.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// queryCtx bounds one query by Options.Timeout (or ctx's earlier deadline).
+func (s *Store) queryCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.o.Timeout)
+}
+
+func (s *Store) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	return s.session.Query(stmt, args...).
+		Consistency(s.o.Consistency).
+		SerialConsistency(s.o.SerialConsistency).
+		WithContext(ctx)
+}
+
+// blob returns b, or an empty non-nil slice for nil: gocql binds a nil
+// slice as null, and a null value would delete the cell.
+func blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// ttlSeconds converts a validated TTL to CQL's whole seconds.
+func ttlSeconds(ttl time.Duration) int { return int(ttl / time.Second) }
+
+// slogAdapter passes gocql's log lines to slog at Info level.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Print(v ...any) {
+	a.l.Info("gocql: " + strings.TrimSuffix(fmt.Sprint(v...), "\n"))
+}
+func (a slogAdapter) Printf(format string, v ...any) {
+	a.l.Info("gocql: " + strings.TrimSuffix(fmt.Sprintf(format, v...), "\n"))
+}
+func (a slogAdapter) Println(v ...any) {
+	a.l.Info("gocql: " + strings.TrimSuffix(fmt.Sprintln(v...), "\n"))
+}
