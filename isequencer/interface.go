@@ -164,10 +164,32 @@ type Params struct {
 	// slog.Default().
 	Logger *slog.Logger
 
+	// GroupCommit makes Flush tentative: the transaction's values and its
+	// next PLog offset are accepted (the next Start gets the following
+	// offset at once) but written to SeqStorage only after Durable has
+	// reported its event durable. A caller that writes several transactions'
+	// events as one group uses it; the sequencer returned by New then
+	// implements IGroupCommit. Unflushed values include tentative ones, so
+	// MaxNumUnflushedValues bounds the group size too.
+	GroupCommit bool
+
 	// Metrics, if set, receives counters and observations. Its methods are
 	// called from the caller's goroutine and from the sequencer's background
 	// goroutines and must be safe for concurrent use and cheap.
 	Metrics Metrics
+}
+
+// IGroupCommit is implemented by a sequencer made with Params.GroupCommit.
+type IGroupCommit interface {
+	// Durable reports that the events of every flushed transaction at
+	// offsets below next are durably written. Until a transaction is
+	// covered, neither its values nor a next PLog offset that claims it are
+	// written to SeqStorage. A next smaller than an earlier one is ignored.
+	//
+	// Safe for concurrent use with the ISequencer methods. It must not cover
+	// transactions cancelled by Actualize: the caller must not call
+	// Actualize while an event write it will report is in flight.
+	Durable(next PLogOffset)
 }
 
 // Metrics receives the sequencer's observations. cqlseq's metrics package

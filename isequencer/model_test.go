@@ -77,14 +77,22 @@ func (f *flakyStorage) ActualizeSequencesFromPLog(ctx context.Context, o PLogOff
 // numbers of a (WSID, SeqID) strictly increase within a sequencer's run
 // between actualizations, always exceed every number in a durable event,
 // and PLog offsets are never reused. Replay with -model.seed.
-func TestModel(t *testing.T) {
+func TestModel(t *testing.T) { runModel(t, false) }
+
+// TestModelGroupCommit is TestModel with Params.GroupCommit: flushed
+// transactions form a group whose events are written together (then
+// Durable) or not at all (then Actualize), and the stored next offset must
+// never claim an event that is not in the PLog.
+func TestModelGroupCommit(t *testing.T) { runModel(t, true) }
+
+func runModel(t *testing.T, group bool) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("replay with: go test -run 'TestModel$' -model.seed %d ./isequencer/", seed)
+			t.Logf("replay with: go test -run '%s$' -model.seed %d ./isequencer/", t.Name(), seed)
 		}
 	})
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -92,6 +100,7 @@ func TestModel(t *testing.T) {
 	params := func(p *Params) {
 		p.MaxNumUnflushedValues = 1 + rng.IntN(40)
 		p.LRUCacheSize = 3 * (1 + rng.IntN(30))
+		p.GroupCommit = group
 	}
 	s, cleanup := newTestSequencer(t, st, params)
 
@@ -100,15 +109,40 @@ func TestModel(t *testing.T) {
 	var lastDurableOffset PLogOffset
 	kinds := []WSKind{kindApp, kindUser}
 	seqs := []SeqID{seqWLog, seqRecord, seqCDoc, 77}
-	restarts, actualizes, events := 0, 0, 0
+	restarts, actualizes, events, groups := 0, 0, 0, 0
 
+	type tx struct {
+		off   PLogOffset
+		taken []SeqValue
+	}
+	var pending []tx // GroupCommit: flushed, event not yet written
 	resetIssued := func() {
+		pending = nil
 		clear(issued)
 		for k, v := range durable {
 			issued[k] = v
 		}
 	}
+	checkStoredOffset := func(step int) {
+		_, stored := st.stored()
+		require.LessOrEqual(t, stored, lastDurableOffset+1,
+			"step %d: stored next offset %d claims events past the last durable one %d (seed %d)", step, stored, lastDurableOffset, seed)
+	}
+	commit := func(step int) {
+		for _, x := range pending {
+			require.True(t, st.writeEvent(x.off, x.taken), "step %d: PLog offset %d reused (seed %d)", step, x.off, seed)
+			events++
+			lastDurableOffset = x.off
+			for _, v := range x.taken {
+				durable[v.Key] = max(durable[v.Key], v.Value)
+			}
+		}
+		pending = pending[:0]
+		s.(IGroupCommit).Durable(lastDurableOffset + 1)
+		groups++
+	}
 	for step := 0; step < *modelSteps; step++ {
+		checkStoredOffset(step)
 		switch r := rng.IntN(100); {
 		case r < 3:
 			cleanup()
@@ -119,11 +153,25 @@ func TestModel(t *testing.T) {
 		case r < 6:
 			st.setRate([]float64{0, 0, 0.1, 0.3}[rng.IntN(4)])
 			continue
+		case group && r < 20 && len(pending) > 0:
+			commit(step)
+			continue
 		}
 		ws := WSID(1 + rng.IntN(60))
 		kind := kinds[rng.IntN(len(kinds))]
-		off := waitStart(t, s, kind, ws)
+		off, ok := s.Start(kind, ws)
+		if !ok && group && len(pending) > 0 {
+			// Busy with tentative values: the group must be written.
+			commit(step)
+			continue
+		}
+		if !ok {
+			off = waitStart(t, s, kind, ws)
+		}
 		require.Greater(t, off, lastDurableOffset, "step %d: offset %d not after the last durable one", step, off)
+		if n := len(pending); n > 0 {
+			require.Equal(t, pending[n-1].off+1, off, "step %d: offsets within a group are consecutive", step)
+		}
 		var taken []SeqValue
 		failed := false
 		for range rng.IntN(5) {
@@ -145,9 +193,15 @@ func TestModel(t *testing.T) {
 			taken = append(taken, SeqValue{Key: k, Value: n})
 		}
 		if failed || rng.IntN(100) < 12 {
+			// A failed event write: with GroupCommit the whole group fails.
 			s.Actualize()
 			resetIssued()
 			actualizes++
+			continue
+		}
+		if group {
+			pending = append(pending, tx{off: off, taken: taken})
+			s.Flush()
 			continue
 		}
 		require.True(t, st.writeEvent(off, taken), "step %d: PLog offset %d reused (seed %d)", step, off, seed)
@@ -159,7 +213,8 @@ func TestModel(t *testing.T) {
 		s.Flush()
 	}
 	cleanup()
-	t.Logf("seed %d: %d steps, %d events, %d actualizations, %d restarts", seed, *modelSteps, events, actualizes, restarts)
+	checkStoredOffset(*modelSteps)
+	t.Logf("seed %d: %d steps, %d events, %d groups, %d actualizations, %d restarts", seed, *modelSteps, events, groups, actualizes, restarts)
 
 	// The PLog itself: per key, numbers strictly increase with the offset.
 	st.mu.Lock()

@@ -95,9 +95,24 @@ type sequencer struct {
 	_         [64]byte
 	ringTail  atomic.Uint64 // written by the caller
 	pubOffset atomic.Uint64 // written by the caller
-	_         [48]byte
-	ringHead  atomic.Uint64 // written by the worker
+	// markTailPub publishes marks[:markTail] (GroupCommit).
+	markTailPub atomic.Uint64 // written by the caller
+	_           [40]byte
+	ringHead    atomic.Uint64 // written by the worker
+	markHead    atomic.Uint64 // written by the worker (GroupCommit)
+	_           [48]byte
+	// watermark is the next offset below which every event is durable,
+	// as reported by Durable (GroupCommit).
+	watermark atomic.Uint64
 	_         [56]byte
+
+	// GroupCommit: Flush also appends a mark (the transaction's next
+	// offset, and the ring tail after its values) to a single-producer
+	// ring. The worker writes ring values and claims offsets only up to the
+	// last mark the watermark covers.
+	marks     []txMark
+	marksMask uint64
+	markTail  uint64 // caller's copy of markTailPub
 
 	// overflowN counts values in mu.overflow and mu.overflowTaken: values
 	// of a transaction too large for the ring's free space.
@@ -111,6 +126,9 @@ type sequencer struct {
 		sync.Mutex
 		overflow      []SeqValue
 		overflowTaken []SeqValue // being written by the worker
+		// overflowMinNext and overflowMaxNext bound the next offsets of
+		// the transactions in overflow (GroupCommit).
+		overflowMinNext, overflowMaxNext PLogOffset
 		// recovered is the actualization result until it is written.
 		// Nobody writes to the map after it is published here.
 		recovered map[NumberKey]Number
@@ -126,6 +144,8 @@ type sequencer struct {
 	replay        map[NumberKey]Number
 	lastSeen      PLogOffset
 	head          uint64     // worker's copy of ringHead
+	mhead         uint64     // worker's copy of markHead
+	claim         PLogOffset // GroupCommit: the next offset of the last mark written
 	writtenOffset PLogOffset // next offset last written to storage
 }
 
@@ -161,6 +181,10 @@ func newSequencer(p Params) *sequencer {
 	}
 	s.ring = make([]SeqValue, size)
 	s.ringMask = uint64(size - 1)
+	if p.GroupCommit {
+		s.marks = make([]txMark, size)
+		s.marksMask = uint64(size - 1)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s
 }
@@ -194,7 +218,8 @@ func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 		}
 		return 0, false
 	}
-	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) {
+	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) ||
+		(s.marks != nil && s.markTail-s.markHead.Load() >= uint64(len(s.marks))) {
 		s.m.Busy(BusyUnflushed)
 		return 0, false
 	}
@@ -330,12 +355,46 @@ func (s *sequencer) Flush() {
 		} else {
 			s.mu.Lock()
 			s.mu.overflow = append(s.mu.overflow, s.txTaken...)
+			if s.mu.overflowMinNext == 0 {
+				s.mu.overflowMinNext = s.nextOffset
+			}
+			s.mu.overflowMaxNext = s.nextOffset
 			s.mu.Unlock()
 			s.overflowN.Add(int64(n))
 		}
 	}
 	s.pubOffset.Store(uint64(s.nextOffset))
 	s.txTaken = s.txTaken[:0]
+	if s.marks != nil {
+		// Nothing to write until Durable covers the mark: no wake.
+		s.marks[s.markTail&s.marksMask] = txMark{next: s.nextOffset, tail: s.tail}
+		s.markTail++
+		s.markTailPub.Store(s.markTail)
+		return
+	}
+	if s.parked.Load() {
+		s.wake()
+	}
+}
+
+// txMark is one tentatively flushed transaction (GroupCommit): its next
+// offset and the ring tail after its values.
+type txMark struct {
+	next PLogOffset
+	tail uint64
+}
+
+// Durable implements IGroupCommit.
+func (s *sequencer) Durable(next PLogOffset) {
+	for {
+		w := s.watermark.Load()
+		if uint64(next) <= w {
+			return
+		}
+		if s.watermark.CompareAndSwap(w, uint64(next)) {
+			break
+		}
+	}
 	if s.parked.Load() {
 		s.wake()
 	}

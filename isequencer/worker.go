@@ -42,6 +42,10 @@ func (s *sequencer) run() {
 }
 
 func (s *sequencer) hasWork() bool {
+	if s.marks != nil {
+		return s.hasRecovered.Load() || (s.mhead != s.markTailPub.Load() &&
+			uint64(s.marks[s.mhead&s.marksMask].next) <= s.watermark.Load())
+	}
 	return PLogOffset(s.pubOffset.Load()) > s.writtenOffset || s.ringTail.Load() != s.head ||
 		s.overflowN.Load() > 0 || s.hasRecovered.Load()
 }
@@ -57,6 +61,9 @@ func (s *sequencer) flush() bool {
 	if s.actualizeReq.Load() {
 		return true
 	}
+	if s.marks != nil {
+		return s.flushGroup()
+	}
 	offset := PLogOffset(s.pubOffset.Load()) // before ringTail: see sequencer.ring
 	tail := s.ringTail.Load()
 	s.mu.Lock()
@@ -66,22 +73,9 @@ func (s *sequencer) flush() bool {
 	rec := s.mu.recovered
 	s.mu.Unlock()
 
-	batch := s.collect(rec, tail, over)
-	ok := s.retry(opWriteValues, func() error {
-		began := time.Now()
-		if err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset); err != nil {
-			return fmt.Errorf("writing %d values and next PLog offset %d: %w", len(batch), offset, err)
-		}
-		s.m.Flushed(len(batch), time.Since(began))
-		return nil
-	})
-	if !ok {
+	if !s.write(rec, tail, over, offset) {
 		return s.ctx.Err() == nil
 	}
-	if invariants && offset < s.writtenOffset {
-		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.writtenOffset, offset))
-	}
-	s.writtenOffset = max(s.writtenOffset, offset)
 	s.head = tail
 	s.ringHead.Store(tail)
 	s.mu.Lock()
@@ -94,6 +88,78 @@ func (s *sequencer) flush() bool {
 	n := s.overflowN.Add(-int64(len(over)))
 	s.m.Unflushed(int(n + int64(s.ringTail.Load()-tail)))
 	return s.ctx.Err() == nil
+}
+
+// flushGroup is flush for GroupCommit: it writes the values of the
+// transactions the watermark covers and claims their next offset, never the
+// offset of a transaction whose values it does not write.
+func (s *sequencer) flushGroup() bool {
+	w := PLogOffset(s.watermark.Load())
+	mt := s.markTailPub.Load()
+	pos, mh, claim := s.head, s.mhead, s.claim
+	for ; mh != mt; mh++ {
+		m := s.marks[mh&s.marksMask]
+		if m.next > w {
+			break
+		}
+		pos, claim = m.tail, m.next
+	}
+	offset := claim
+	s.mu.Lock()
+	var over []SeqValue
+	if len(s.mu.overflow) > 0 {
+		if s.mu.overflowMaxNext <= w {
+			over = s.mu.overflow
+			s.mu.overflow, s.mu.overflowTaken = nil, over
+			s.mu.overflowMinNext, s.mu.overflowMaxNext = 0, 0
+		} else {
+			// A tentative transaction in overflow is not written: claim
+			// no offset at or past it.
+			offset = min(offset, s.mu.overflowMinNext-1)
+		}
+	}
+	rec := s.mu.recovered
+	s.mu.Unlock()
+	offset = max(offset, s.writtenOffset)
+
+	if !s.write(rec, pos, over, offset) {
+		return s.ctx.Err() == nil
+	}
+	s.head, s.mhead, s.claim = pos, mh, claim
+	s.ringHead.Store(pos)
+	s.markHead.Store(mh)
+	s.mu.Lock()
+	s.mu.overflowTaken = nil
+	if len(rec) > 0 {
+		s.mu.recovered = nil
+		s.hasRecovered.Store(false)
+	}
+	s.mu.Unlock()
+	n := s.overflowN.Add(-int64(len(over)))
+	s.m.Unflushed(int(n + int64(s.ringTail.Load()-pos)))
+	return s.ctx.Err() == nil
+}
+
+// write writes rec, ring[head:to] and over with next offset, retrying. It
+// returns false if ctx is done or an actualization was requested.
+func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
+	batch := s.collect(rec, to, over)
+	ok := s.retry(opWriteValues, func() error {
+		began := time.Now()
+		if err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset); err != nil {
+			return fmt.Errorf("writing %d values and next PLog offset %d: %w", len(batch), offset, err)
+		}
+		s.m.Flushed(len(batch), time.Since(began))
+		return nil
+	})
+	if !ok {
+		return false
+	}
+	if invariants && offset < s.writtenOffset {
+		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.writtenOffset, offset))
+	}
+	s.writtenOffset = max(s.writtenOffset, offset)
+	return true
 }
 
 // collect returns rec, ring[head:tail] and over as one batch sorted by key
@@ -131,8 +197,12 @@ func (s *sequencer) actualize() bool {
 	s.ringTail.Store(0)
 	s.ringHead.Store(0)
 	s.pubOffset.Store(0)
+	s.markTail, s.mhead = 0, 0
+	s.markTailPub.Store(0)
+	s.markHead.Store(0)
 	s.mu.Lock()
 	s.mu.overflow, s.mu.overflowTaken, s.mu.recovered = nil, nil, nil
+	s.mu.overflowMinNext, s.mu.overflowMaxNext = 0, 0
 	s.mu.Unlock()
 	s.overflowN.Store(0)
 	s.hasRecovered.Store(false)
@@ -193,6 +263,9 @@ func (s *sequencer) actualize() bool {
 	s.hasRecovered.Store(len(rec) > 0)
 	s.writtenOffset = max(stored, 1)
 	s.pubOffset.Store(uint64(next))
+	// Every event below next was read from the PLog: it is durable.
+	s.claim = next
+	s.watermark.Store(uint64(next))
 	took := time.Since(began)
 	s.state.And(^stateActualizing)
 	s.m.Actualized(events, took)
