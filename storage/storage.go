@@ -3,9 +3,10 @@
 //
 //	values(p_key blob, c_col blob, value blob, PRIMARY KEY ((p_key), c_col))
 //
-// Drivers: storage/cql (Cassandra, ScyllaDB), storage/bbolt (one file on one
-// machine), storage/mem (tests). storage/storagetest holds the conformance
-// suite every driver runs, and a fault-injecting wrapper.
+// Drivers: storage/cql (Cassandra, ScyllaDB), storage/boltdb (one bbolt file
+// on one machine), storage/mem (tests and the in-memory demo).
+// storage/storagetest holds the conformance suite every driver runs;
+// storage/faulty is a fault-injecting wrapper for tests and the bench.
 //
 // Byte slices passed to a Storage are not retained after the call returns;
 // slices a Storage returns (or passes to a callback) are owned by the caller,
