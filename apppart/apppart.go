@@ -4,6 +4,10 @@
 //
 //	Start (busy -> ErrBusy) -> Next... -> write the event -> Flush
 //	                                   \-> write failed  -> Actualize
+//
+// Open wires a partition from a storage: seqstorage for the sequencer's
+// state, a plog.Writer as the event log. New takes any EventLog and
+// ISeqStorage.
 package apppart
 
 import (
@@ -15,6 +19,8 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/seqstorage"
 )
 
 var (
@@ -29,8 +35,13 @@ var (
 	ErrWrite = errors.New("apppart: event write failed")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("apppart: closed")
-	// ErrInvalidOptions wraps every problem New finds in Options.
+	// ErrInvalidOptions wraps every problem New or Open finds in its
+	// options.
 	ErrInvalidOptions = errors.New("apppart: invalid options")
+	// ErrStopped: an event write found an event or a record already stored
+	// under its key (plog.ErrConflict, trust levels 0 and 1). The partition
+	// refuses every later command; an operator must look at the storage.
+	ErrStopped = errors.New("apppart: partition stopped after a conflict")
 )
 
 // Event is what a command appends to the partition's event log: the
@@ -117,7 +128,12 @@ type Partition struct {
 	seq     isequencer.ISequencer
 	cleanup func()
 	closed  bool
+	stopped error // the conflict that stopped the partition
 	ev      Event
+
+	// Set by Open.
+	ss *seqstorage.Storage
+	w  *plog.Writer
 }
 
 // New validates o and starts the partition's sequencer, which actualizes
@@ -136,9 +152,11 @@ func New(o Options) (*Partition, error) {
 
 // Do runs one command. On success the command's event is durable at
 // Result.Offset. Errors: ErrInvalidCommand (nothing taken), ErrBusy (retry
-// later), ErrWrite (the event was not written; its numbers are void), a
-// wrapped sequencer error (ErrUnknownSeqID, ErrNumberOverflow, storage),
-// ErrClosed, or ctx's error.
+// later), ErrWrite (the event was not written, or its write's outcome is
+// unknown: its numbers are not used again either way), ErrStopped (with
+// plog.ErrConflict: at the write that found the conflict, wrapped in
+// ErrWrite too, and for every later command), a wrapped sequencer error
+// (ErrUnknownSeqID, ErrNumberOverflow, storage), ErrClosed, or ctx's error.
 func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := p.check(cmd); err != nil {
 		return Result{}, err
@@ -150,6 +168,9 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	defer p.mu.Unlock()
 	if p.closed {
 		return Result{}, ErrClosed
+	}
+	if p.stopped != nil {
+		return Result{}, p.stopped
 	}
 	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
 	if !ok {
@@ -172,7 +193,16 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	err := p.o.Log.Append(wctx, &p.ev)
 	cancel()
 	if err != nil {
+		// The event may or may not be stored: actualization re-reads the
+		// PLog from the last flushed offset, so its numbers are used again
+		// only if it is not.
 		p.seq.Actualize()
+		if errors.Is(err, plog.ErrConflict) {
+			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
+			p.o.Logger.Error("apppart: event log conflict, partition stopped",
+				"plog_offset", off, "wsid", cmd.WSID, "err", err)
+			return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, p.stopped)
+		}
 		p.o.Logger.Warn("apppart: event write failed, actualizing",
 			"plog_offset", off, "wsid", cmd.WSID, "err", err)
 		return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, err)
@@ -198,7 +228,8 @@ func (p *Partition) check(cmd Command) error {
 }
 
 // Close stops the sequencer. Values not yet flushed are recovered from the
-// event log by the next New. Close waits for a command in progress.
+// event log by the next New or Open. Close waits for a command in progress.
+// It does not close the storages.
 func (p *Partition) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -119,7 +119,7 @@ func newPartition(t *testing.T, log *memLog) *Partition {
 }
 
 // do retries ErrBusy, which New's actualization returns first.
-func do(t *testing.T, p *Partition, cmd Command) (Result, error) {
+func do(t testing.TB, p *Partition, cmd Command) (Result, error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

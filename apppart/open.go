@@ -1,0 +1,193 @@
+package apppart
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/seqstorage"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
+)
+
+// OpenOptions configure Open.
+type OpenOptions struct {
+	// Storage holds the sequencer's state: numbers and next PLog offset
+	// (vvmadapter's rows, keyed by App). Required.
+	Storage storage.Storage
+	// AppStorage holds the application's PLog and records (plog's rows,
+	// which carry no application ID: one storage per application).
+	// Default Storage, which then must serve one application only.
+	AppStorage storage.Storage
+
+	// App and Partition select the application partition.
+	App       isequencer.ClusterAppID
+	Partition isequencer.PartitionID
+
+	// Mode is the event log's write mode (the sequences trust level). The
+	// zero value is plog.ModeTrust0.
+	Mode plog.Mode
+
+	// SeqTypes lists, per workspace kind, the sequences and their initial
+	// values. Required.
+	SeqTypes map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number
+	// RecordSeqs are the SeqIDs whose numbers are record IDs: each number
+	// a command takes of one of them is written as a record row (with the
+	// write mode's records semantics).
+	RecordSeqs []isequencer.SeqID
+	// WLogOffsetSeq, if not 0, is the SeqID whose first number a command
+	// takes becomes the event's WLogOffset.
+	WLogOffsetSeq isequencer.SeqID
+	// MinAccepted is seqstorage.Options.MinAccepted (the #688 threshold).
+	MinAccepted map[isequencer.SeqID]isequencer.Number
+
+	// Sequencer tunes the sequencer (MaxNumUnflushedValues, LRUCacheSize,
+	// BatcherDelay, RetryDelay, MaxRetryDelay, Logger, Metrics). Its
+	// SeqTypes and SeqStorage must be left empty: Open sets them.
+	Sequencer isequencer.Params
+
+	// StorageTimeout bounds each sequencer storage call and each PLog page
+	// read. Default seqstorage.DefaultTimeout (5 s).
+	StorageTimeout time.Duration
+	// WriteTimeout bounds one event write. Default 5 s.
+	WriteTimeout time.Duration
+	// Logger receives write failures. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults sets zero fields to their defaults.
+func (o *OpenOptions) EnsureDefaults() {
+	if o.AppStorage == nil {
+		o.AppStorage = o.Storage
+	}
+	if o.StorageTimeout == 0 {
+		o.StorageTimeout = seqstorage.DefaultTimeout
+	}
+}
+
+// Validate reports every problem of o at once. Call it after
+// EnsureDefaults. The options passed on to New, seqstorage and plog are
+// validated there.
+func (o *OpenOptions) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...))
+	}
+	if o.Storage == nil {
+		bad("Storage is nil")
+	}
+	if err := o.Mode.Validate(); err != nil {
+		bad("%v", err)
+	}
+	if o.Sequencer.SeqStorage != nil {
+		bad("Sequencer.SeqStorage is set; Open builds it")
+	}
+	if o.Sequencer.SeqTypes != nil {
+		bad("Sequencer.SeqTypes is set; use SeqTypes")
+	}
+	if o.StorageTimeout < 0 {
+		bad("StorageTimeout %v, must be >= 0", o.StorageTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// Open builds the partition App/Partition over the storages: seqstorage
+// (reading the PLog with plog's reader) under a sequencer, and a
+// plog.Writer in o.Mode as the event log. It reads the partition's stored
+// next PLog offset once, under ctx, so that an unreachable storage fails
+// Open rather than leaving a partition that is busy forever. Like New, the
+// partition actualizes first: Do returns ErrBusy until it is done.
+func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
+		return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
+	}
+	reader, err := plog.NewReader(o.AppStorage, plog.ReaderOptions{PageTimeout: o.StorageTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	ss, err := seqstorage.New(seqstorage.Options{
+		Storage: o.Storage, App: o.App, Partition: o.Partition,
+		Reader: reader, Timeout: o.StorageTimeout, MinAccepted: o.MinAccepted,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	w, err := plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	params := o.Sequencer
+	params.SeqTypes = o.SeqTypes
+	params.SeqStorage = ss
+	p, err := New(Options{
+		Sequencer:    params,
+		Log:          newPLogLog(w, o.RecordSeqs, o.WLogOffsetSeq),
+		WriteTimeout: o.WriteTimeout,
+		Logger:       o.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.ss, p.w = ss, w
+	return p, nil
+}
+
+// SeqStorage returns the sequencer storage Open built, or nil for a
+// partition built by New.
+func (p *Partition) SeqStorage() *seqstorage.Storage { return p.ss }
+
+// Writer returns the event log writer Open built, or nil for a partition
+// built by New.
+func (p *Partition) Writer() *plog.Writer { return p.w }
+
+// plogLog is the EventLog of an opened partition: it turns a command's
+// event into a plog.Event (the largest number per SeqID, record IDs, WLog
+// offset) and writes it. Append is called under the partition's lock.
+type plogLog struct {
+	w       *plog.Writer
+	records map[isequencer.SeqID]bool
+	wlogSeq isequencer.SeqID
+	ev      plog.Event
+}
+
+func newPLogLog(w *plog.Writer, recordSeqs []isequencer.SeqID, wlogSeq isequencer.SeqID) *plogLog {
+	l := &plogLog{w: w, records: map[isequencer.SeqID]bool{}, wlogSeq: wlogSeq}
+	for _, id := range recordSeqs {
+		l.records[id] = true
+	}
+	return l
+}
+
+func (l *plogLog) Append(ctx context.Context, e *Event) error {
+	pe := &l.ev
+	*pe = plog.Event{
+		Offset: e.Offset, WSID: e.WSID, WSKind: e.WSKind, Payload: e.Payload,
+		Numbers: pe.Numbers[:0], Records: pe.Records[:0],
+	}
+	wlogSet := false
+	for _, v := range e.Numbers {
+		i := slices.IndexFunc(pe.Numbers, func(n plog.SeqNumber) bool { return n.SeqID == v.Key.SeqID })
+		if i < 0 {
+			pe.Numbers = append(pe.Numbers, plog.SeqNumber{SeqID: v.Key.SeqID, Number: v.Value})
+		} else {
+			pe.Numbers[i].Number = max(pe.Numbers[i].Number, v.Value)
+		}
+		if l.records[v.Key.SeqID] {
+			pe.Records = append(pe.Records, plog.RecordID(v.Value))
+		}
+		if !wlogSet && l.wlogSeq != 0 && v.Key.SeqID == l.wlogSeq {
+			pe.WLogOffset, wlogSet = uint64(v.Value), true
+		}
+	}
+	return l.w.Write(ctx, pe)
+}
+

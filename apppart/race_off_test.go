@@ -1,0 +1,5 @@
+//go:build !race
+
+package apppart
+
+const raceEnabled = false
