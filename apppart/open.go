@@ -190,4 +190,3 @@ func (l *plogLog) Append(ctx context.Context, e *Event) error {
 	}
 	return l.w.Write(ctx, pe)
 }
-

@@ -351,8 +351,8 @@ type logCapture struct {
 func newLogCapture() *logCapture { return &logCapture{sig: make(chan struct{}, 1)} }
 
 func (h *logCapture) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logCapture) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *logCapture) WithGroup(string) slog.Handler           { return h }
+func (h *logCapture) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logCapture) WithGroup(string) slog.Handler            { return h }
 
 func (h *logCapture) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
