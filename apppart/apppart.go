@@ -114,6 +114,9 @@ func (o *Options) Validate() error {
 	if o.WriteTimeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: WriteTimeout %v, must be >= 0", ErrInvalidOptions, o.WriteTimeout))
 	}
+	if o.Sequencer.GroupCommit {
+		errs = append(errs, fmt.Errorf("%w: Sequencer.GroupCommit: Do writes each event before Flush and never calls Durable", ErrInvalidOptions))
+	}
 	if err := o.Sequencer.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidOptions, err))
 	}

@@ -200,9 +200,10 @@ func TestRestartContinues(t *testing.T) {
 }
 
 func TestNewValidatesOptions(t *testing.T) {
-	_, err := New(Options{WriteTimeout: -1})
+	_, err := New(Options{WriteTimeout: -1, Sequencer: isequencer.Params{GroupCommit: true}})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	assert.Contains(t, err.Error(), "Log is nil")
 	assert.Contains(t, err.Error(), "WriteTimeout")
 	assert.Contains(t, err.Error(), "SeqStorage is nil")
+	assert.Contains(t, err.Error(), "GroupCommit")
 }

@@ -1,5 +1,5 @@
 //go:build !race
 
-package apppart
+package apppart_test
 
 const raceEnabled = false

@@ -1,6 +1,6 @@
 //go:build race
 
-package apppart
+package apppart_test
 
 // raceEnabled: the race detector slows bbolt's write transactions about
 // fourteen-fold; long tests shrink their bbolt runs.

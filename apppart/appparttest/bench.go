@@ -1,0 +1,159 @@
+package appparttest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// BenchWorkspaces is the number of workspaces the benchmarks' commands go
+// round-robin over, per partition.
+const BenchWorkspaces = 1000
+
+// benchPart hands out partition IDs: every benchmark run writes to
+// partitions of its own, from an empty PLog.
+var benchPart atomic.Uint32
+
+// SetBenchPartitionBase makes the benchmarks use partition IDs above base
+// (for a storage that other tests share).
+func SetBenchPartitionBase(base isequencer.PartitionID) { benchPart.Store(uint32(base)) }
+
+func nextBenchPart() isequencer.PartitionID {
+	return isequencer.PartitionID(benchPart.Add(1))
+}
+
+// RunFlowBenchmarks runs the command flow (Start, Next x2, write the event
+// and its record, Flush) on st at each trust level, on one partition and
+// on four (one goroutine each), and the raw PLog insert loop (plog.Writer
+// only: no sequencer) at each trust level, so that the flow's cost over
+// the bare writes can be stated. Each reports cmds/s (or events/s) and
+// p50/p99 latency in µs; the flow also busy/op, the Do calls refused with
+// ErrBusy per command.
+func RunFlowBenchmarks(b *testing.B, st storage.Storage) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2} {
+		b.Run("Flow/"+mode.String()+"/1part", func(b *testing.B) { benchFlow(b, st, mode, 1) })
+		b.Run("Flow/"+mode.String()+"/4parts", func(b *testing.B) { benchFlow(b, st, mode, 4) })
+	}
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2} {
+		b.Run("RawPLog/"+mode.String(), func(b *testing.B) { benchRawPLog(b, st, mode) })
+	}
+}
+
+func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts int) {
+	ctx := context.Background()
+	ps := make([]*apppart.Partition, parts)
+	ids := make([]isequencer.PartitionID, parts)
+	for i := range ps {
+		part := nextBenchPart()
+		ids[i] = part
+		p, err := apppart.Open(ctx, Options(st, part, mode))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		// The first command waits out the initial actualization.
+		if _, err := Do(b, p, Cmd(WS(part, 1))); err != nil {
+			b.Fatal(err)
+		}
+		ps[i] = p
+	}
+	lat := make([][]time.Duration, parts)
+	var busy atomic.Int64
+	var failed atomic.Value
+	b.ResetTimer()
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		n := b.N / parts
+		if i < b.N%parts {
+			n++
+		}
+		lat[i] = make([]time.Duration, 0, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := ids[i]
+			cmds := make([]apppart.Command, BenchWorkspaces)
+			for w := range cmds {
+				cmds[w] = Cmd(WS(part, w+1))
+			}
+			for j := range n {
+				cmd := cmds[j%BenchWorkspaces]
+				t0 := time.Now()
+				for {
+					_, err := p.Do(ctx, cmd)
+					if err == nil {
+						break
+					}
+					if !errors.Is(err, apppart.ErrBusy) {
+						failed.Store(err)
+						return
+					}
+					busy.Add(1)
+					time.Sleep(50 * time.Microsecond)
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	report(b, slices.Concat(lat...), elapsed, "cmds/s")
+	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
+}
+
+func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
+	part := nextBenchPart()
+	w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: mode})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	e := plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	began := time.Now()
+	for i := range b.N {
+		e.Offset = isequencer.PLogOffset(i + 1)
+		e.WSID = WS(part, 1+i%BenchWorkspaces)
+		e.WLogOffset = uint64(i/BenchWorkspaces + 1)
+		e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
+		e.Numbers[1].Number = FirstRecordID + isequencer.Number(i/BenchWorkspaces)
+		e.Records[0] = plog.RecordID(e.Numbers[1].Number)
+		t0 := time.Now()
+		if err := w.Write(ctx, &e); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	report(b, lat, elapsed, "events/s")
+}
+
+// report adds throughput and p50/p99 latency (µs) to b.
+func report(b *testing.B, lat []time.Duration, elapsed time.Duration, unit string) {
+	if len(lat) == 0 || elapsed <= 0 {
+		return
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) / 1e3
+	}
+	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), unit)
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}
