@@ -34,14 +34,20 @@ func (s *Store) fail(ctx, qctx context.Context, op string, err error) error {
 // server could not reach enough replicas in time, is overloaded or starting,
 // or the driver has no working connection.
 func unavailable(err error) bool {
-	var re gocql.RequestError
-	if errors.As(err, &re) {
-		switch re.Code() {
-		case gocql.ErrCodeUnavailable, gocql.ErrCodeOverloaded, gocql.ErrCodeBootstrapping,
-			gocql.ErrCodeWriteTimeout, gocql.ErrCodeReadTimeout, gocql.ErrCodeCASWriteUnknown:
-			return true
-		}
-		return false
+	var (
+		ue *gocql.RequestErrUnavailable
+		wt *gocql.RequestErrWriteTimeout
+		rt *gocql.RequestErrReadTimeout
+		cu *gocql.RequestErrCASWriteUnknown
+		re gocql.RequestError
+	)
+	switch {
+	case errors.As(err, &ue), errors.As(err, &wt), errors.As(err, &rt), errors.As(err, &cu):
+		return true
+	case errors.As(err, &re):
+		c := re.Code()
+		return c == gocql.ErrCodeOverloaded || c == gocql.ErrCodeBootstrapping || c == gocql.ErrCodeUnavailable ||
+			c == gocql.ErrCodeWriteTimeout || c == gocql.ErrCodeReadTimeout || c == gocql.ErrCodeCASWriteUnknown
 	}
 	for _, e := range []error{
 		gocql.ErrNoConnections, gocql.ErrConnectionClosed, gocql.ErrTimeoutNoResponse,
