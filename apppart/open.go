@@ -107,9 +107,6 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
-		return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
-	}
 	reader, err := plog.NewReader(o.AppStorage, plog.ReaderOptions{PageTimeout: o.StorageTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -125,15 +122,22 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	params := o.Sequencer
-	params.SeqTypes = o.SeqTypes
-	params.SeqStorage = ss
-	p, err := New(Options{
-		Sequencer:    params,
+	po := Options{
+		Sequencer:    o.Sequencer,
 		Log:          newPLogLog(w, o.RecordSeqs, o.WLogOffsetSeq),
 		WriteTimeout: o.WriteTimeout,
 		Logger:       o.Logger,
-	})
+	}
+	po.Sequencer.SeqTypes = o.SeqTypes
+	po.Sequencer.SeqStorage = ss
+	po.EnsureDefaults()
+	if err := po.Validate(); err != nil {
+		return nil, err
+	}
+	if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
+		return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
+	}
+	p, err := New(po)
 	if err != nil {
 		return nil, err
 	}

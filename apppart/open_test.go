@@ -104,3 +104,33 @@ func TestOpenAppStorage(t *testing.T) {
 	assert.False(t, ok, "no event in Storage")
 	assert.Equal(t, r.Offset+1, storedOffset(t, vvm), "the sequencer's state in Storage")
 }
+
+// TestOpenEventShape: the stored event carries the largest number per
+// SeqID, every record ID in order, and the first WLog offset number.
+func TestOpenEventShape(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	p := open(t, openOptions(st, plog.ModeTrust0))
+	cmd := Command{WSKind: kind, WSID: 9, Seqs: []isequencer.SeqID{seqRecID, seqWLogOff, seqRecID, seqWLogOff}, Payload: []byte("pay")}
+	r, err := do(t, p, cmd)
+	require.NoError(t, err)
+	require.Equal(t, []isequencer.Number{firstRecordID, 1, firstRecordID + 1, 2}, r.Numbers)
+	v, ok, err := st.Get(context.Background(), plog.EventPKey(testPart, r.Offset), plog.EventCCols(r.Offset))
+	require.NoError(t, err)
+	require.True(t, ok)
+	var e plog.Event
+	require.NoError(t, plog.Decode(testPart, r.Offset, v, &e))
+	assert.Equal(t, plog.Event{
+		Partition: testPart, Offset: r.Offset, WSID: 9, WSKind: kind, WLogOffset: 1,
+		Numbers: []plog.SeqNumber{{SeqID: seqRecID, Number: firstRecordID + 1}, {SeqID: seqWLogOff, Number: 2}},
+		Records: []plog.RecordID{plog.RecordID(firstRecordID), plog.RecordID(firstRecordID + 1)},
+		Payload: []byte("pay"),
+	}, e)
+	for _, id := range e.Records {
+		v, ok, err := st.Get(context.Background(), plog.RecordPKey(9, id), plog.RecordCCols(id))
+		require.NoError(t, err)
+		require.True(t, ok, "record %d", id)
+		assert.Equal(t, plog.RecordValue(r.Offset), v)
+	}
+	assert.Equal(t, plog.ModeTrust0, p.Writer().Mode())
+}
