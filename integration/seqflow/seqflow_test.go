@@ -1,0 +1,68 @@
+package seqflow
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/cqlseq/cqlseq/apppart/appparttest"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+)
+
+// noLeaks checks at the end of t, after every cleanup registered later
+// (the Store's Close among them), that t left no goroutine behind.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// Partition IDs: each test its own range in the shared keyspace.
+const (
+	partRestart  = 100
+	partFailed   = 200
+	partConflict = 300
+	partCorrupt  = 400
+	partBench    = 1000
+)
+
+// TestRestartReplaysOnlyTail: 100,000 events across 1,000 workspaces at
+// trust level 2 (about 2.5 min on one local node; -short: 10,000); the
+// replay after a restart reads only the tail; numbers keep growing. Trust
+// level 0 costs two lightweight transactions per event (about 3 ms on one
+// node), which the other tests exercise.
+func TestRestartReplaysOnlyTail(t *testing.T) {
+	noLeaks(t)
+	n := 100_000
+	if testing.Short() {
+		n = 10_000
+	}
+	appparttest.RestartReplaysOnlyTail(t, open(t), partRestart, plog.ModeTrust2, n, 1000)
+}
+
+func TestFailedWritesReuseNoNumber(t *testing.T) {
+	noLeaks(t)
+	st := open(t)
+	for i, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2} {
+		t.Run(mode.String(), func(t *testing.T) {
+			appparttest.FailedWritesReuseNoNumber(t, st, partFailed+isequencer.PartitionID(i), mode, 1500)
+		})
+	}
+}
+
+func TestTrustLevelConflicts(t *testing.T) {
+	noLeaks(t)
+	appparttest.TrustLevelConflicts(t, open(t), partConflict)
+}
+
+func TestCorruptTailKeepsRetrying(t *testing.T) {
+	noLeaks(t)
+	appparttest.CorruptTailKeepsRetrying(t, open(t), partCorrupt)
+}
+
+// BenchmarkFlowCQL: the command flow at trust levels 0, 1, 2 on one and on
+// four partitions, and the raw PLog insert loop, on the real cluster.
+func BenchmarkFlowCQL(b *testing.B) {
+	appparttest.SetBenchPartitionBase(partBench)
+	appparttest.RunFlowBenchmarks(b, open(b))
+}
