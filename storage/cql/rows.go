@@ -253,15 +253,15 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 			return err
 		}
 		for _, r := range page {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("cql: read: %w", err)
+			}
 			if err := cb(r.CCols, r.Value); err != nil {
 				return err
 			}
 		}
 		if len(state) == 0 {
 			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("cql: read: %w", err)
 		}
 	}
 }

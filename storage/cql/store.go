@@ -123,9 +123,17 @@ func connect(ctx context.Context, o Options) (*gocql.Session, error) {
 	if o.TLS != nil {
 		c.SslOpts = &gocql.SslOptions{Config: o.TLS.Clone(), EnableHostVerification: !o.TLS.InsecureSkipVerify}
 	}
-	s, err := c.CreateSession()
+	// NewSession does not close a session whose initialisation failed,
+	// leaking its goroutines (scylladb/gocql#966); the non-blocking
+	// constructor hands the session over, so it can be closed here.
+	s, err := gocql.NewSessionNonBlocking(*c)
+	if err == nil {
+		if err = s.WaitUntilReady(); err != nil {
+			s.Close()
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(o.Hosts, ","), storage.ErrUnavailable, err)
+		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(o.Hosts, ","), storage.ErrUnavailable, trimmed{err})
 	}
 	if err := ctx.Err(); err != nil {
 		s.Close()
@@ -201,6 +209,12 @@ func blob(b []byte) []byte {
 
 // ttlSeconds converts a validated TTL to CQL's whole seconds.
 func ttlSeconds(ttl time.Duration) int { return int(ttl / time.Second) }
+
+// trimmed drops the trailing newline some gocql errors carry.
+type trimmed struct{ err error }
+
+func (t trimmed) Error() string { return strings.TrimSpace(t.err.Error()) }
+func (t trimmed) Unwrap() error { return t.err }
 
 // slogAdapter passes gocql's log lines to slog at Info level.
 type slogAdapter struct{ l *slog.Logger }
