@@ -1,0 +1,351 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/metrics"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// The simulated command processor: one workspace kind with two sequences.
+// Every command takes one record ID (written as a record row) and one WLog
+// offset, so its event carries two numbers and one record.
+const (
+	wsKind     isequencer.WSKind = 1
+	seqRecords isequencer.SeqID  = 1
+	seqWLog    isequencer.SeqID  = 2
+)
+
+var commandSeqs = []isequencer.SeqID{seqRecords, seqWLog}
+
+func seqTypes() map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number {
+	return map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{wsKind: {seqRecords: 1, seqWLog: 1}}
+}
+
+// maxPartitions bounds --partitions; PLog partitions from
+// baselinePartitionBase up are the baseline's.
+const (
+	maxPartitions         = 4096
+	baselinePartitionBase = 0xF000
+)
+
+// busyBackoff is how long a load worker waits after ErrBusy.
+const busyBackoff = 200 * time.Microsecond
+
+// workspaceOf returns the i-th workspace of partition p: workspaces
+// 1..n are spread over the partitions round-robin (WSID w belongs to
+// partition (w-1) mod parts).
+func workspaceOf(p, parts, i int) isequencer.WSID { return isequencer.WSID(p + 1 + parts*i) }
+
+// workspacesIn returns how many of workspaces 1..n partition p holds.
+func workspacesIn(p, parts, n int) int { return (n - p + parts - 1) / parts }
+
+// openConfig configures openPartitions.
+type openConfig struct {
+	st           storage.Storage
+	app          isequencer.ClusterAppID
+	partitions   int
+	mode         plog.Mode
+	mc           *metrics.Collectors
+	log          *slog.Logger
+	maxUnflushed int
+	batcherDelay time.Duration
+	readyTimeout time.Duration
+}
+
+// partitionSet is the opened partitions 0..n-1 of one application.
+type partitionSet struct {
+	parts []*apppart.Partition
+	obs   []*observer
+}
+
+// openStats describe the first actualization of a set of partitions.
+type openStats struct {
+	wall    time.Duration // from the first Open until every partition had actualized
+	events  int           // PLog events replayed, all partitions
+	maxTook time.Duration // the slowest partition's actualization, as its sequencer measured it
+}
+
+// openPartitions opens partitions 0..n-1 and waits until each has
+// actualized (its first Do would not be refused as busy).
+func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats, error) {
+	began := time.Now()
+	s := &partitionSet{}
+	for p := range c.partitions {
+		obs := newObserver(c.mc.Sequencer(isequencer.PartitionID(p)))
+		part, err := apppart.Open(ctx, apppart.OpenOptions{
+			Storage:       c.st,
+			App:           c.app,
+			Partition:     isequencer.PartitionID(p),
+			Mode:          c.mode,
+			SeqTypes:      seqTypes(),
+			RecordSeqs:    []isequencer.SeqID{seqRecords},
+			WLogOffsetSeq: seqWLog,
+			Sequencer: isequencer.Params{
+				MaxNumUnflushedValues: c.maxUnflushed,
+				BatcherDelay:          c.batcherDelay,
+				Logger:                c.log,
+				Metrics:               obs,
+			},
+			Logger: c.log,
+		})
+		if err != nil {
+			return nil, openStats{}, errors.Join(err, s.close())
+		}
+		s.parts = append(s.parts, part)
+		s.obs = append(s.obs, obs)
+	}
+	var st openStats
+	for p, obs := range s.obs {
+		events, took, err := obs.waitReady(ctx, c.readyTimeout)
+		if err != nil {
+			return nil, openStats{}, errors.Join(fmt.Errorf("partition %d: %w", p, err), s.close())
+		}
+		st.events += events
+		st.maxTook = max(st.maxTook, took)
+	}
+	st.wall = time.Since(began)
+	return s, st, nil
+}
+
+// close closes every partition ("kills" it: values not yet flushed are
+// dropped and recovered from the PLog by the next open). A nil set and a
+// second close are no-ops.
+func (s *partitionSet) close() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, p := range s.parts {
+		errs = append(errs, p.Close())
+	}
+	s.parts = nil
+	return errors.Join(errs...)
+}
+
+// flushStats sums the partitions' flush counters.
+func (s *partitionSet) flushStats() (flushes, values, maxBatch uint64) {
+	for _, o := range s.obs {
+		flushes += o.flushes.Load()
+		values += o.flushedValues.Load()
+		maxBatch = max(maxBatch, o.maxBatch.Load())
+	}
+	return flushes, values, maxBatch
+}
+
+// busyByReason sums the partitions' busy counters by reason.
+func (s *partitionSet) busyByReason() (actualizing, unflushed uint64) {
+	for _, o := range s.obs {
+		actualizing += o.busyActualizing.Load()
+		unflushed += o.busyUnflushed.Load()
+	}
+	return actualizing, unflushed
+}
+
+// loadConfig configures a load run.
+type loadConfig struct {
+	partitions  int
+	workspaces  int
+	concurrency int           // goroutines per partition
+	duration    time.Duration // how long commands are started
+	payload     []byte        // read-only, shared by every command
+	seed        uint64
+	count       *atomic.Uint64 // if set, counts completed commands (progress)
+	killed      *atomic.Bool   // if set and true, the store was cut off: workers stop
+}
+
+// loadResult is what a load run did.
+type loadResult struct {
+	commands uint64 // completed
+	numbers  uint64 // numbers the completed commands took
+	busy     uint64 // ErrBusy refusals (each retried)
+	errors   uint64 // other failures
+	killed   uint64 // failures after loadConfig.killed was set
+	firstErr error
+	stopped  error // a partition stopped after a conflict
+	elapsed  time.Duration
+	lat      *histogram // latency of completed commands
+
+	lastOffset  isequencer.PLogOffset   // a worker's: the largest offset of its partition it wrote
+	lastOffsets []isequencer.PLogOffset // the total's: per partition
+}
+
+// events returns the sum of lastOffsets: the partitions' log lengths when
+// the log is complete up to each last offset.
+func (r *loadResult) events() uint64 {
+	var n uint64
+	for _, o := range r.lastOffsets {
+		n += uint64(o)
+	}
+	return n
+}
+
+func (r *loadResult) perSecond() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.commands) / r.elapsed.Seconds()
+}
+
+func (r *loadResult) merge(o *loadResult) {
+	r.commands += o.commands
+	r.numbers += o.numbers
+	r.busy += o.busy
+	r.errors += o.errors
+	r.killed += o.killed
+	if r.firstErr == nil {
+		r.firstErr = o.firstErr
+	}
+	if r.stopped == nil {
+		r.stopped = o.stopped
+	}
+	r.lat.merge(o.lat)
+}
+
+// runWorkers runs concurrency workers per partition until c.duration has
+// passed or ctx is done, and waits for all of them. A worker starts no
+// command after the deadline; commands in flight then complete (ctx is
+// passed to them: cancelling it cancels them).
+func runWorkers(ctx context.Context, c loadConfig, work func(ctx context.Context, p int, rng *rand.Rand, deadline time.Time, r *loadResult)) loadResult {
+	began := time.Now()
+	deadline := began.Add(c.duration)
+	results := make([]loadResult, c.partitions*c.concurrency)
+	var wg sync.WaitGroup
+	for p := range c.partitions {
+		for w := range c.concurrency {
+			i := p*c.concurrency + w
+			results[i].lat = newHistogram()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(c.seed, uint64(i)))
+				work(ctx, p, rng, deadline, &results[i])
+			}()
+		}
+	}
+	wg.Wait()
+	total := loadResult{lat: newHistogram(), elapsed: time.Since(began), lastOffsets: make([]isequencer.PLogOffset, c.partitions)}
+	for i := range results {
+		total.merge(&results[i])
+		p := i / c.concurrency
+		total.lastOffsets[p] = max(total.lastOffsets[p], results[i].lastOffset)
+	}
+	return total
+}
+
+// runCommands drives the partitions with commands: each picks a random
+// workspace of its partition and takes commandSeqs.
+func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) loadResult {
+	return runWorkers(ctx, c, func(ctx context.Context, p int, rng *rand.Rand, deadline time.Time, r *loadResult) {
+		part := parts[p]
+		n := workspacesIn(p, c.partitions, c.workspaces)
+		cmd := apppart.Command{WSKind: wsKind, Seqs: commandSeqs, Payload: c.payload}
+		for ctx.Err() == nil {
+			began := time.Now()
+			if !began.Before(deadline) || c.killed != nil && c.killed.Load() {
+				return
+			}
+			cmd.WSID = workspaceOf(p, c.partitions, rng.IntN(n))
+			res, err := part.Do(ctx, cmd)
+			switch {
+			case err == nil:
+				r.lat.record(time.Since(began))
+				r.commands++
+				r.numbers += uint64(len(res.Numbers))
+				r.lastOffset = max(r.lastOffset, res.Offset)
+				if c.count != nil {
+					c.count.Add(1)
+				}
+			case errors.Is(err, apppart.ErrBusy):
+				r.busy++
+				time.Sleep(busyBackoff)
+			case ctx.Err() != nil, errors.Is(err, apppart.ErrClosed):
+				return
+			case c.killed != nil && c.killed.Load():
+				r.killed++
+				return
+			case errors.Is(err, apppart.ErrStopped):
+				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				return
+			default:
+				r.errors++
+				if r.firstErr == nil {
+					r.firstErr = fmt.Errorf("partition %d: %w", p, err)
+				}
+			}
+		}
+	})
+}
+
+// baselineBase returns the first offset of a baseline run: the start time
+// in Unix microseconds shifted left by 12 (one storage partition of 4,096
+// offsets per microsecond), so that runs on one store never write the same
+// keys (trust levels 0 and 1 would report a conflict) unless one writes
+// more than 4,096 events per microsecond between their starts.
+func baselineBase(now time.Time) isequencer.PLogOffset {
+	return isequencer.PLogOffset(uint64(now.UnixMicro()) << 12)
+}
+
+// runBaseline writes events with plog.Writer alone (no sequencer): the
+// same event shape and mode as runCommands, to PLog partitions
+// baselinePartitionBase+p, at offsets from base.
+func runBaseline(ctx context.Context, st storage.Storage, mode plog.Mode, base isequencer.PLogOffset, c loadConfig) (loadResult, error) {
+	writers := make([]*plog.Writer, c.partitions)
+	next := make([]atomic.Uint64, c.partitions)
+	for p := range writers {
+		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: isequencer.PartitionID(baselinePartitionBase + p), Mode: mode})
+		if err != nil {
+			return loadResult{}, fmt.Errorf("baseline: %w", err)
+		}
+		writers[p] = w
+		next[p].Store(uint64(base))
+	}
+	return runWorkers(ctx, c, func(ctx context.Context, p int, rng *rand.Rand, deadline time.Time, r *loadResult) {
+		n := workspacesIn(p, c.partitions, c.workspaces)
+		e := plog.Event{WSKind: wsKind, Payload: c.payload, Numbers: make([]plog.SeqNumber, 2), Records: make([]plog.RecordID, 1)}
+		for ctx.Err() == nil {
+			began := time.Now()
+			if !began.Before(deadline) {
+				return
+			}
+			off := next[p].Add(1)
+			e.Offset = isequencer.PLogOffset(off)
+			e.WSID = workspaceOf(p, c.partitions, rng.IntN(n))
+			e.WLogOffset = off
+			e.Numbers[0] = plog.SeqNumber{SeqID: seqRecords, Number: isequencer.Number(off)}
+			e.Numbers[1] = plog.SeqNumber{SeqID: seqWLog, Number: isequencer.Number(off)}
+			e.Records[0] = plog.RecordID(off)
+			err := writers[p].Write(ctx, &e)
+			switch {
+			case err == nil:
+				r.lat.record(time.Since(began))
+				r.commands++
+				r.numbers += 2
+				r.lastOffset = max(r.lastOffset, e.Offset)
+				if c.count != nil {
+					c.count.Add(1)
+				}
+			case ctx.Err() != nil:
+				return
+			case errors.Is(err, plog.ErrConflict):
+				r.stopped = fmt.Errorf("baseline partition %d: %w", baselinePartitionBase+p, err)
+				return
+			default:
+				r.errors++
+				if r.firstErr == nil {
+					r.firstErr = fmt.Errorf("baseline partition %d: %w", baselinePartitionBase+p, err)
+				}
+			}
+		}
+	}), nil
+}

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gocql/gocql"
+	"github.com/spf13/cobra"
+
+	"github.com/cqlseq/cqlseq/schema"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+const engineAuto = "auto"
+
+type migrateFlags struct {
+	cluster        clusterFlags
+	replication    string
+	engine         string
+	createKeyspace bool
+}
+
+func newMigrateCmd(e *env) *cobra.Command {
+	f := &migrateFlags{}
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply cqlseq's CQL schema to a keyspace",
+		Long: `migrate brings --keyspace up to this build's schema with schema.Apply: it
+creates the keyspace (with --replication, unless --create-keyspace=false),
+then applies every script not yet recorded in the keyspace's
+schema_version table, waiting for schema agreement after each DDL
+statement. Re-running it is harmless. --engine auto asks the cluster
+whether it is ScyllaDB (whose keyspace variant disables tablets, for LWT).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return usage(err)
+			}
+			return runMigrate(cmd.Context(), e, f)
+		},
+	}
+	fs := cmd.Flags()
+	f.cluster.add(fs)
+	fs.StringVar(&f.replication, "replication", schema.DefaultReplication, "replication map of a keyspace migrate creates")
+	fs.StringVar(&f.engine, "engine", engineAuto, "auto, cassandra or scylla")
+	fs.BoolVar(&f.createKeyspace, "create-keyspace", true, "create the keyspace if it does not exist")
+	return cmd
+}
+
+func (f *migrateFlags) validate() error {
+	errs := f.cluster.validate()
+	switch f.engine {
+	case engineAuto, schema.EngineCassandra, schema.EngineScylla:
+	default:
+		errs = append(errs, fmt.Errorf("--engine %q: want %s, %s or %s", f.engine, engineAuto, schema.EngineCassandra, schema.EngineScylla))
+	}
+	if len(errs) == 0 {
+		o := f.options(schema.EngineCassandra)
+		o.EnsureDefaults()
+		if err := o.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f *migrateFlags) options(engine string) schema.Options {
+	return schema.Options{Keyspace: f.cluster.keyspace, Replication: f.replication, Engine: engine, CreateKeyspace: f.createKeyspace}
+}
+
+// connect creates a session. gocql's CreateSession leaks the goroutines
+// of a session whose initialisation failed (scylladb/gocql#966); the
+// non-blocking constructor returns the session, so it can be closed.
+func connect(cc *gocql.ClusterConfig) (*gocql.Session, error) {
+	s, err := gocql.NewSessionNonBlocking(*cc)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.WaitUntilReady(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
+	}
+	return s, nil
+}
+
+func runMigrate(ctx context.Context, e *env, f *migrateFlags) error {
+	cc, err := f.cluster.clusterConfig(e.log)
+	if err != nil {
+		return err
+	}
+	hosts := strings.Join(cc.Hosts, ",")
+	s, err := connect(cc)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w: %w", hosts, storage.ErrUnavailable, err)
+	}
+	defer s.Close()
+	engine := f.engine
+	if engine == engineAuto {
+		engine = schema.EngineCassandra
+		var key string
+		if s.Query("SELECT key FROM system.scylla_local LIMIT 1").WithContext(ctx).Scan(&key) == nil {
+			engine = schema.EngineScylla
+		}
+	}
+	applied, err := schema.Apply(ctx, s, f.options(engine))
+	if err != nil {
+		return err
+	}
+	ks := strings.ToLower(f.cluster.keyspace)
+	if len(applied) == 0 {
+		fmt.Fprintf(e.stdout, "migrate: keyspace %s at %s (%s) is up to date\n", ks, hosts, engine)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "migrate: keyspace %s at %s (%s): applied versions %v\n", ks, hosts, engine, applied)
+	return nil
+}

@@ -1,0 +1,308 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/spf13/pflag"
+
+	"github.com/cqlseq/cqlseq/schema"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/cql"
+)
+
+// Store kinds.
+const (
+	storeBolt = "bbolt"
+	storeCQL  = "cql"
+	storeMem  = "memory" // demo --memory only
+)
+
+// boltFileName is the file a --dir holds.
+const boltFileName = "cqlseq.db"
+
+// storeFlags select and configure a store.
+type storeFlags struct {
+	kind string
+
+	// bbolt
+	dir, file string
+	noSync    bool
+
+	// cql
+	cluster clusterFlags
+}
+
+// clusterFlags reach a CQL cluster.
+type clusterFlags struct {
+	hosts       []string
+	keyspace    string
+	username    string
+	password    string
+	tlsCA       string
+	tlsInsecure bool
+	consistency string
+	timeout     time.Duration
+	hostLookup  bool
+}
+
+func (f *storeFlags) addKind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kind, "store", storeBolt, "store: bbolt or cql")
+}
+
+func (f *storeFlags) addBolt(fs *pflag.FlagSet, dirHelp string) {
+	fs.StringVar(&f.dir, "dir", "", dirHelp)
+	fs.StringVar(&f.file, "file", "", "bbolt file (instead of --dir/"+boltFileName+")")
+	fs.BoolVar(&f.noSync, "no-sync", false, "bbolt: no fsync per commit (a machine crash may lose recent writes)")
+}
+
+func (c *clusterFlags) add(fs *pflag.FlagSet) {
+	hosts := []string{"127.0.0.1:9042"}
+	if h := strings.TrimSpace(os.Getenv("CQLSEQ_CQL_HOSTS")); h != "" {
+		hosts = strings.Split(h, ",")
+	}
+	fs.StringSliceVar(&c.hosts, "hosts", hosts, "CQL contact points host[:port] (default from CQLSEQ_CQL_HOSTS)")
+	fs.StringVar(&c.keyspace, "keyspace", "cqlseq", "CQL keyspace")
+	fs.StringVar(&c.username, "username", "", "CQL user (password authentication)")
+	fs.StringVar(&c.password, "password", "", "CQL password (default from CQLSEQ_CQL_PASSWORD)")
+	fs.StringVar(&c.tlsCA, "tls-ca", "", "enable TLS, trusting the CA certificates in this PEM file")
+	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "enable TLS without verifying the server's certificate")
+	fs.StringVar(&c.consistency, "consistency", "LOCAL_QUORUM", "consistency of reads and writes")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "CQL connect and per-query timeout")
+	fs.BoolVar(&c.hostLookup, "host-lookup", false, "with one host, also connect to the addresses the nodes advertise (always on with several hosts)")
+}
+
+// validate reports every problem of the store flags at once.
+func (f *storeFlags) validate() error {
+	var errs []error
+	switch f.kind {
+	case storeBolt:
+		if f.dir != "" && f.file != "" {
+			errs = append(errs, errors.New("--dir and --file are exclusive"))
+		}
+	case storeCQL:
+		errs = append(errs, f.cluster.validate()...)
+	default:
+		errs = append(errs, fmt.Errorf("--store %q: want %s or %s", f.kind, storeBolt, storeCQL))
+	}
+	return errors.Join(errs...)
+}
+
+func (c *clusterFlags) validate() []error {
+	var errs []error
+	if len(c.hosts) == 0 {
+		errs = append(errs, errors.New("--hosts is empty"))
+	}
+	for _, h := range c.hosts {
+		if strings.TrimSpace(h) == "" {
+			errs = append(errs, errors.New("--hosts has an empty host"))
+			break
+		}
+	}
+	if !schema.ValidName(c.keyspace) {
+		errs = append(errs, fmt.Errorf("--keyspace %q: want a CQL name matching ^[a-zA-Z][a-zA-Z0-9_]{0,47}$", c.keyspace))
+	}
+	if _, err := c.parseConsistency(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %v: must be > 0", c.timeout))
+	}
+	if c.password != "" && c.username == "" {
+		errs = append(errs, errors.New("--password without --username"))
+	}
+	return errs
+}
+
+func (c *clusterFlags) parseConsistency() (gocql.Consistency, error) {
+	v, err := gocql.ParseConsistencyWrapper(c.consistency)
+	if err != nil || v.IsSerial() || v == gocql.Any {
+		return 0, fmt.Errorf("--consistency %q: want ONE, TWO, THREE, QUORUM, ALL, LOCAL_QUORUM, EACH_QUORUM or LOCAL_ONE", c.consistency)
+	}
+	return v, nil
+}
+
+func (c *clusterFlags) passwordOrEnv() string {
+	if c.password != "" {
+		return c.password
+	}
+	return os.Getenv("CQLSEQ_CQL_PASSWORD")
+}
+
+func (c *clusterFlags) tlsConfig() (*tls.Config, error) {
+	if c.tlsCA == "" && !c.tlsInsecure {
+		return nil, nil
+	}
+	t := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: c.tlsInsecure}
+	if c.tlsCA != "" {
+		pem, err := os.ReadFile(c.tlsCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--tls-ca %s: no PEM certificate in the file", c.tlsCA)
+		}
+		t.RootCAs = pool
+	}
+	return t, nil
+}
+
+func (c *clusterFlags) trimmedHosts() []string {
+	out := make([]string, 0, len(c.hosts))
+	for _, h := range c.hosts {
+		out = append(out, strings.TrimSpace(h))
+	}
+	return out
+}
+
+// cqlOptions returns the storage/cql options of the flags.
+func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
+	cons, err := c.parseConsistency()
+	if err != nil {
+		return cql.Options{}, err
+	}
+	t, err := c.tlsConfig()
+	if err != nil {
+		return cql.Options{}, err
+	}
+	hosts := c.trimmedHosts()
+	return cql.Options{
+		Hosts:                    hosts,
+		Keyspace:                 c.keyspace,
+		Consistency:              cons,
+		Timeout:                  c.timeout,
+		ConnectTimeout:           c.timeout,
+		Username:                 c.username,
+		Password:                 c.passwordOrEnv(),
+		TLS:                      t,
+		DisableInitialHostLookup: len(hosts) == 1 && !c.hostLookup,
+		Logger:                   log,
+	}, nil
+}
+
+// clusterConfig returns a gocql config of the flags, keyspace unset (for
+// migrate).
+func (c *clusterFlags) clusterConfig(log *slog.Logger) (*gocql.ClusterConfig, error) {
+	o, err := c.cqlOptions(log)
+	if err != nil {
+		return nil, err
+	}
+	cc := gocql.NewCluster(o.Hosts...)
+	cc.Consistency = o.Consistency
+	cc.Timeout = o.Timeout
+	cc.ConnectTimeout = o.ConnectTimeout
+	cc.DisableInitialHostLookup = o.DisableInitialHostLookup
+	cc.Logger = gocqlLogger{log}
+	if o.Username != "" {
+		cc.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
+	}
+	if o.TLS != nil {
+		cc.SslOpts = &gocql.SslOptions{Config: o.TLS, EnableHostVerification: !o.TLS.InsecureSkipVerify}
+	}
+	return cc, nil
+}
+
+// gocqlLogger passes gocql's lines to slog at debug level.
+type gocqlLogger struct{ l *slog.Logger }
+
+func (g gocqlLogger) Print(v ...any) { g.l.Debug("gocql: " + strings.TrimSpace(fmt.Sprint(v...))) }
+func (g gocqlLogger) Printf(f string, v ...any) {
+	g.l.Debug("gocql: " + strings.TrimSpace(fmt.Sprintf(f, v...)))
+}
+func (g gocqlLogger) Println(v ...any) { g.l.Debug("gocql: " + strings.TrimSpace(fmt.Sprintln(v...))) }
+
+// openedStore is an open store and how to describe and close it.
+type openedStore struct {
+	st     storage.Storage
+	kind   string
+	desc   string // for reports: "bbolt /path/cqlseq.db", "cql keyspace ks at h1,h2"
+	path   string // the bbolt file
+	tmpDir string // removed by close
+}
+
+// close closes the store and removes its temporary directory.
+func (o *openedStore) close() error {
+	var errs []error
+	if o.st != nil {
+		errs = append(errs, o.st.Close())
+	}
+	if o.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(o.tmpDir))
+	}
+	return errors.Join(errs...)
+}
+
+// boltPath returns the bbolt file the flags name, or "" if none.
+func (f *storeFlags) boltPath() string {
+	switch {
+	case f.file != "":
+		return f.file
+	case f.dir != "":
+		return filepath.Join(f.dir, boltFileName)
+	}
+	return ""
+}
+
+// open opens the store the flags select. With mustExist a bbolt file must
+// already exist (inspect, verify); otherwise a missing --dir is created and
+// no --dir/--file means a temporary directory removed by close.
+func (f *storeFlags) open(ctx context.Context, log *slog.Logger, mustExist bool) (*openedStore, error) {
+	switch f.kind {
+	case storeCQL:
+		o, err := f.cluster.cqlOptions(log)
+		if err != nil {
+			return nil, err
+		}
+		st, err := cql.Open(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return &openedStore{st: st, kind: storeCQL, desc: fmt.Sprintf("cql keyspace %s at %s", o.Keyspace, strings.Join(o.Hosts, ","))}, nil
+	case storeBolt:
+		return f.openBolt(log, mustExist)
+	}
+	return nil, fmt.Errorf("unknown store %q", f.kind)
+}
+
+func (f *storeFlags) openBolt(log *slog.Logger, mustExist bool) (*openedStore, error) {
+	o := &openedStore{kind: storeBolt, path: f.boltPath()}
+	switch {
+	case o.path == "" && mustExist:
+		return nil, errors.New("no bbolt file: give --dir or --file")
+	case o.path == "":
+		dir, err := os.MkdirTemp("", "cqlseq-")
+		if err != nil {
+			return nil, err
+		}
+		o.tmpDir, o.path = dir, filepath.Join(dir, boltFileName)
+	case mustExist:
+		if _, err := os.Stat(o.path); err != nil {
+			return nil, fmt.Errorf("bbolt file: %w", err)
+		}
+	case f.dir != "":
+		if err := os.MkdirAll(f.dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	st, err := boltdb.Open(o.path, boltdb.Options{NoSync: f.noSync, Logger: log})
+	if err != nil {
+		_ = o.close()
+		return nil, err
+	}
+	o.st, o.desc = st, "bbolt "+o.path
+	if f.noSync {
+		o.desc += " (no fsync)"
+	}
+	return o, nil
+}
