@@ -1,0 +1,246 @@
+// Package cli runs the cqlseq binary, built from this checkout, against the
+// real test cluster: migrate, bench at trust0 and trust2 with a baseline and
+// a JSON report, inspect, and verify (also on a planted duplicate).
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cqlseq/cqlseq/integration/itest"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage/cql"
+	"github.com/cqlseq/cqlseq/vvmadapter"
+)
+
+func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
+
+// checkLeaks registers a goroutine leak check that runs after every other
+// cleanup of t (cleanups run last-registered first). The harness's own
+// goroutines (its session to the cluster) were there before.
+func checkLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// build builds cmd/cqlseq of this checkout into a temporary directory.
+func build(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "the go tool builds the binary under test")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "cqlseq")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/cqlseq")
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/cqlseq: %s", out)
+	return bin
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// cqlseq runs the binary with args.
+func cqlseq(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	default:
+		t.Fatalf("running cqlseq %q: %v", args, err)
+	}
+	t.Logf("cqlseq %s -> %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	return r
+}
+
+func hostsFlag() []string { return []string{"--hosts", strings.Join(itest.Hosts(), ",")} }
+
+// storeFlags select the test cluster's keyspace ks.
+func storeFlags(ks string) []string {
+	return append([]string{"--store", "cql", "--keyspace", ks}, hostsFlag()...)
+}
+
+func args(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+func TestMigrate(t *testing.T) {
+	checkLeaks(t)
+	bin := build(t)
+	s := itest.Session(t)
+	ks := itest.UniqueName("cqlseq_cli_")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).WithContext(ctx).Exec(); err != nil {
+			t.Errorf("dropping %s: %v", ks, err)
+		}
+	})
+
+	r := cqlseq(t, bin, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "keyspace "+ks)
+	assert.Contains(t, r.stdout, "("+itest.Engine()+")", "--engine auto finds the engine")
+	assert.Contains(t, r.stdout, "applied versions [0 1 2]")
+
+	r = cqlseq(t, bin, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "is up to date")
+
+	// The migrated keyspace takes a bench.
+	r = cqlseq(t, bin, args([]string{"bench", "--duration", "500ms", "--partitions", "1", "--workspaces", "10"}, storeFlags(ks))...)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	// Without --create-keyspace a missing keyspace is a one-line failure.
+	r = cqlseq(t, bin, args([]string{"migrate", "--create-keyspace=false", "--keyspace", itest.UniqueName("cqlseq_none_")}, hostsFlag())...)
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	assert.Contains(t, r.stderr, "keyspace does not exist")
+
+	// A keyspace without the schema: bench says so in one line.
+	r = cqlseq(t, bin, args([]string{"bench", "--duration", "1s"}, storeFlags(itest.UniqueName("cqlseq_none_")))...)
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	assert.Contains(t, r.stderr, "cqlseq migrate")
+}
+
+// benchReport is the part of bench's JSON report the tests read.
+type benchReport struct {
+	Mode          string `json:"mode"`
+	Actualization struct {
+		EventsReplayed int `json:"events_replayed"`
+	} `json:"actualization"`
+	Sequencer phase   `json:"sequencer"`
+	Baseline  *phase  `json:"baseline"`
+	Ratio     float64 `json:"sequencer_to_baseline"`
+	Flush     struct {
+		Flushes uint64 `json:"flushes"`
+	} `json:"flush"`
+}
+
+type phase struct {
+	Commands  uint64  `json:"commands"`
+	PerSecond float64 `json:"per_second"`
+	Errors    uint64  `json:"errors"`
+	Stopped   string  `json:"stopped"`
+	Latency   struct {
+		P50, P95, P99, Max float64
+	} `json:"latency_ms"`
+}
+
+func TestBenchInspectVerify(t *testing.T) {
+	checkLeaks(t)
+	bin := build(t)
+	ks := itest.Keyspace()
+	const app = "7"
+	dir := t.TempDir()
+	var commands uint64
+	for _, mode := range []string{"trust0", "trust2"} {
+		jf := filepath.Join(dir, mode+".json")
+		r := cqlseq(t, bin, args([]string{"bench", "--app", app, "--mode", mode, "--duration", "2s", "--partitions", "2",
+			"--workspaces", "200", "--baseline", "--json", jf}, storeFlags(ks))...)
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Empty(t, r.stderr)
+		b, err := os.ReadFile(jf)
+		require.NoError(t, err)
+		var rep benchReport
+		require.NoError(t, json.Unmarshal(b, &rep))
+		assert.Equal(t, mode, rep.Mode)
+		assert.Greater(t, rep.Sequencer.Commands, uint64(0), mode)
+		assert.Zero(t, rep.Sequencer.Errors, mode)
+		assert.Empty(t, rep.Sequencer.Stopped, mode)
+		assert.Greater(t, rep.Flush.Flushes, uint64(0), mode)
+		l := rep.Sequencer.Latency
+		assert.True(t, 0 < l.P50 && l.P50 <= l.P95 && l.P95 <= l.P99 && l.P99 <= l.Max, "%s latency %+v", mode, l)
+		require.NotNil(t, rep.Baseline, mode)
+		assert.Greater(t, rep.Baseline.Commands, uint64(0), mode)
+		assert.Zero(t, rep.Baseline.Errors, mode)
+		assert.InDelta(t, rep.Sequencer.PerSecond/rep.Baseline.PerSecond, rep.Ratio, 1e-9, mode)
+		commands += rep.Sequencer.Commands
+	}
+
+	// Both runs' events, one log per partition, verify.
+	r := cqlseq(t, bin, args([]string{"verify", "--app", app, "--partition", "0,1", "--json", filepath.Join(dir, "verify.json")}, storeFlags(ks))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, 2, strings.Count(r.stdout, ": OK\n"), r.stdout)
+	var v struct {
+		OK         bool `json:"ok"`
+		Partitions []struct {
+			Events uint64 `json:"events"`
+		} `json:"partitions"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "verify.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &v))
+	assert.True(t, v.OK)
+	require.Len(t, v.Partitions, 2)
+	assert.GreaterOrEqual(t, v.Partitions[0].Events+v.Partitions[1].Events, commands, "every command's event is in the log")
+
+	// Inspect: workspace 1 lives in partition 0; the first event is decoded.
+	r = cqlseq(t, bin, args([]string{"inspect", "--app", app, "--partition", "0", "--ws", "1", "--limit", "2"}, storeFlags(ks))...)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "next PLog offset  ")
+	assert.Contains(t, r.stdout, "epoch ")
+	assert.Contains(t, r.stdout, "offset 1: WSID ")
+	assert.Contains(t, r.stdout, "offset 2: WSID ")
+	assert.Contains(t, r.stdout, "numbers [1:1 2:1] records [1]", "the first event of a workspace takes the first numbers")
+}
+
+func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
+	checkLeaks(t)
+	bin := build(t)
+	ks := itest.Keyspace()
+	func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		hosts := itest.Hosts()
+		st, err := cql.Open(ctx, cql.Options{Hosts: hosts, Keyspace: ks, DisableInitialHostLookup: len(hosts) == 1})
+		require.NoError(t, err)
+		defer func() { require.NoError(t, st.Close()) }()
+		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: 3, Mode: plog.ModeTrust2})
+		require.NoError(t, err)
+		for off := range isequencer.PLogOffset(3) {
+			e := plog.Event{Offset: off + 1, WSID: 77, WSKind: 1, Numbers: []plog.SeqNumber{{SeqID: 1, Number: 5 + isequencer.Number(off/2)}}}
+			require.NoError(t, w.Write(ctx, &e)) // numbers 5, 5, 6
+		}
+		ad := vvmadapter.New(st, 9)
+		require.NoError(t, ad.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 77, SeqID: 1}, Value: 6}}))
+		require.NoError(t, ad.PutPLogOffset(ctx, 3, 4))
+	}()
+	r := cqlseq(t, bin, args([]string{"verify", "--app", "9", "--partition", "3"}, storeFlags(ks))...)
+	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
+	assert.Contains(t, r.stderr, "verification failed")
+	assert.Contains(t, r.stdout, "duplicate: WSID 77 SeqID 1: number 5 at offset 2 was already issued at offset 1")
+}
