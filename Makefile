@@ -21,7 +21,7 @@ LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -timeout 30m
 
-.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench clean
+.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
 all: build
 
@@ -92,6 +92,17 @@ demo:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./isequencer/
+
+# bench-bbolt and bench-cql run cqlseq bench with a raw PLog baseline;
+# BENCH_ARGS adds flags (e.g. BENCH_ARGS='--mode trust2 --duration 30s').
+# bench-cql migrates the keyspace first and needs CQLSEQ_CQL_HOSTS.
+bench-bbolt:
+	$(GO) run ./cmd/cqlseq bench --store bbolt --baseline $(BENCH_ARGS)
+
+bench-cql:
+	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "bench-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
+	$(GO) run ./cmd/cqlseq migrate $(MIGRATE_ARGS)
+	$(GO) run ./cmd/cqlseq bench --store cql --baseline $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BIN) $(CACHE)
