@@ -53,6 +53,18 @@ type Options struct {
 	// never were; the threshold keeps them out. SeqIDs not in the map
 	// accept every number.
 	MinAccepted map[isequencer.SeqID]isequencer.Number
+
+	// Epoch is the partition owner's epoch in fenced mode
+	// (vvmadapter.Adapter.NextEpoch). 0, the default, keeps the seed's
+	// layout: numbers in their seed cells, read with one GetBatch. Above 0,
+	// WriteValuesAndNextPLogOffset writes the numbers to this epoch's cells
+	// and ReadNumbers takes, per SeqID, the maximum over the seed cell and
+	// every epoch's cell (one Read of the workspace partition), so that a
+	// deposed owner's late write of smaller numbers cannot lower what a
+	// later owner reads. Do not mix fenced and non-fenced writers on one
+	// partition: a non-fenced write to a seed cell is not seen past larger
+	// epoch cells.
+	Epoch uint64
 }
 
 // EnsureDefaults sets zero fields to their defaults.
@@ -111,12 +123,16 @@ func New(o Options) (*Storage, error) {
 func (s *Storage) EventsRead() uint64 { return s.events.Load() }
 
 // ReadNumbers implements isequencer.ISeqStorage with one partition read of
-// the workspace.
+// the workspace (see Options.Epoch).
 func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 	defer cancel()
 	out := make([]isequencer.Number, len(ids))
-	if err := s.ad.GetNumbers(ctx, ws, ids, out); err != nil {
+	read := s.ad.GetNumbers
+	if s.o.Epoch > 0 {
+		read = s.ad.GetNumbersMax
+	}
+	if err := read(ctx, ws, ids, out); err != nil {
 		return nil, fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
 	}
 	return out, nil
@@ -135,12 +151,13 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 }
 
 // WriteValuesAndNextPLogOffset implements isequencer.ISeqStorage: one
-// PutBatch of the values, then, only if it succeeded, the offset. The
-// timeout bounds both writes together.
+// PutBatch of the values (to Options.Epoch's cells), then, only if it
+// succeeded, the offset (a plain write in every mode). The timeout bounds
+// both writes together.
 func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next isequencer.PLogOffset) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
 	defer cancel()
-	if err := s.ad.PutNumbers(ctx, batch); err != nil {
+	if err := s.ad.PutNumbersEpoch(ctx, s.o.Epoch, batch); err != nil {
 		return fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
 	}
 	if err := s.ad.PutPLogOffset(ctx, s.o.Partition, next); err != nil {

@@ -7,6 +7,19 @@
 //	           cCols = u32 PLogOffsetCC (0)
 //	values:    big-endian u64
 //
+// Fenced mode (one owner per partition, ownership by epoch) adds:
+//
+//	epoch:         pKey = PartKey(app, part), cCols = u32 EpochCC (1)
+//	               value = u64 epoch; it only ever grows (absent = 0)
+//	epoch number:  pKey = WSKey(app, ws), cCols = u16 SeqID ‖ u64 epoch
+//
+// In fenced mode a workspace's number of a sequence is the maximum over
+// its seed cell (cCols = u16 SeqID) and all its epoch cells. Each owner
+// writes only its own epoch's cells, so a deposed owner's late write can
+// never lower the number a later owner reads (a blind write to the seed
+// cell could). Epoch cells are never deleted: the partition grows by one
+// cell per SeqID per epoch that wrote the workspace.
+//
 // All integers are big-endian. One workspace's numbers are one partition,
 // so reading all SeqIDs of a workspace is one partition read.
 package vvmadapter
@@ -27,7 +40,8 @@ const (
 	PKeyPrefixSeqStorageWS   uint32 = 3
 	// PLogOffsetCC is the clustering key of a partition's next PLog offset.
 	PLogOffsetCC uint32 = 0
-	// EpochCC is reserved for a partition's ownership epoch (fencing).
+	// EpochCC is the clustering key of a partition's ownership epoch
+	// (fenced mode).
 	EpochCC uint32 = 1
 )
 

@@ -1,0 +1,122 @@
+package seqstorage
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
+)
+
+// TestFencedLateWriteCannotLower: a deposed owner's late flush of smaller
+// numbers does not lower what the new owner reads in fenced mode; in the
+// seed's layout it does (the bug fenced mode prevents).
+func TestFencedLateWriteCannotLower(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage) {
+		for _, tc := range []struct {
+			name             string
+			epochA, epochB   uint64
+			wantAfterLate    isequencer.Number
+			wantOtherSeqLate isequencer.Number
+		}{
+			{"fenced", 1, 2, 150, 7},
+			{"seed layout", 0, 0, 90, 7},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				// Each case its own app, so that the cases share no rows.
+				o := Options{Storage: st, App: app + isequencer.ClusterAppID(tc.epochA) + 10, Partition: part}
+				oA, oB := o, o
+				oA.Epoch, oB.Epoch = tc.epochA, tc.epochB
+				a, err := New(oA)
+				require.NoError(t, err)
+				b, err := New(oB)
+				require.NoError(t, err)
+
+				require.NoError(t, a.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 100}, {Key: key(1, 2), Value: 7}}, 10))
+				nums, err := b.ReadNumbers(1, []isequencer.SeqID{1, 2})
+				require.NoError(t, err)
+				assert.Equal(t, []isequencer.Number{100, 7}, nums, "the new owner sees the old owner's numbers")
+				require.NoError(t, b.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 150}}, 20))
+
+				// A wakes up and flushes an older, smaller value.
+				require.NoError(t, a.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 90}}, 5))
+				nums, err = b.ReadNumbers(1, []isequencer.SeqID{1, 2})
+				require.NoError(t, err)
+				assert.Equal(t, []isequencer.Number{tc.wantAfterLate, tc.wantOtherSeqLate}, nums)
+				off, err := b.ReadNextPLogOffset()
+				require.NoError(t, err)
+				assert.Equal(t, isequencer.PLogOffset(5), off, "the late offset write lowers the stored offset: a longer replay, never a wrong one")
+			})
+		}
+	})
+}
+
+// TestFencedReadsSeedCells: a partition that moves from the seed's layout
+// to fenced mode keeps its numbers; the seed cells are never written in
+// fenced mode.
+func TestFencedReadsSeedCells(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage) {
+		seed := newStorage(t, Options{Storage: st})
+		require.NoError(t, seed.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(3, 1), Value: 200}, {Key: key(3, 2), Value: 5}}, 9))
+		f := newStorage(t, Options{Storage: st, Epoch: 4})
+		nums, err := f.ReadNumbers(3, []isequencer.SeqID{1, 2})
+		require.NoError(t, err)
+		assert.Equal(t, []isequencer.Number{200, 5}, nums)
+
+		require.NoError(t, f.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(3, 2), Value: 6}}, 10))
+		nums, err = f.ReadNumbers(3, []isequencer.SeqID{1, 2})
+		require.NoError(t, err)
+		assert.Equal(t, []isequencer.Number{200, 6}, nums)
+
+		ctx := context.Background()
+		v, ok, err := st.Get(ctx, vvmadapter.WSKey(app, 3), vvmadapter.WSEpochCCols(2, 4))
+		require.NoError(t, err)
+		require.True(t, ok, "epoch 4's cell")
+		assert.Equal(t, vvmadapter.EncodeU64(6), v)
+		v, _, _ = st.Get(ctx, vvmadapter.WSKey(app, 3), vvmadapter.SeqCCols(2))
+		assert.Equal(t, vvmadapter.EncodeU64(5), v, "the seed cell is left as it was")
+		v, _, _ = st.Get(ctx, vvmadapter.PartKey(app, part), vvmadapter.PartCCols(vvmadapter.PLogOffsetCC))
+		assert.Equal(t, vvmadapter.EncodeU64(10), v, "the offset is the seed's row in every mode")
+	})
+}
+
+// readCounter counts Read and GetBatch calls.
+type readCounter struct {
+	storage.Storage
+	reads, getBatches atomic.Int64
+}
+
+func (s *readCounter) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
+	s.reads.Add(1)
+	return s.Storage.Read(ctx, pKey, from, to, cb)
+}
+
+func (s *readCounter) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+	s.getBatches.Add(1)
+	return s.Storage.GetBatch(ctx, pKey, items)
+}
+
+// TestFencedReadNumbersOneRead: one storage read per ReadNumbers in both
+// modes (a Read of the partition when fenced, a GetBatch otherwise).
+func TestFencedReadNumbersOneRead(t *testing.T) {
+	drivers(t, func(t *testing.T, inner storage.Storage) {
+		st := &readCounter{Storage: inner}
+		for _, epoch := range []uint64{0, 1} {
+			s := newStorage(t, Options{Storage: st, Epoch: epoch})
+			st.reads.Store(0)
+			st.getBatches.Store(0)
+			_, err := s.ReadNumbers(1, []isequencer.SeqID{1, 2, 3})
+			require.NoError(t, err)
+			if epoch == 0 {
+				assert.Equal(t, [2]int64{0, 1}, [2]int64{st.reads.Load(), st.getBatches.Load()}, "seed layout: one GetBatch")
+			} else {
+				assert.Equal(t, [2]int64{1, 0}, [2]int64{st.reads.Load(), st.getBatches.Load()}, "fenced: one Read")
+			}
+		}
+	})
+}
