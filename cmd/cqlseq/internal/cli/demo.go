@@ -218,7 +218,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) (err error) {
 		return err
 	}
 	total := res.events()
-	fmt.Fprintf(w, "3. restart  %d partitions ready in %s: replayed %s of the %s PLog events the load wrote (%.2f %%)\n",
+	fmt.Fprintf(w, "3. restart  %d partitions ready in %s: replayed %s of the %s PLog events (%.2f %%)\n",
 		f.load.partitions, ms(ost.wall), commas(uint64(ost.events)), commas(total), percent(uint64(ost.events), total))
 	fmt.Fprintf(w, "            the slowest partition actualized in %s\n", ms(ost.maxTook))
 

@@ -49,7 +49,7 @@ up to --to (inclusive) and at most --limit of them.`,
 	f.store.addKind(fs)
 	f.store.addBolt(fs, "bbolt: directory of "+boltFileName)
 	f.store.cluster.add(fs)
-	fs.Uint32Var(&f.app, "app", 1, "cluster application ID")
+	fs.Uint32Var(&f.app, "app", 1, "cluster application ID of the stored numbers (PLog keys carry none)")
 	fs.UintVar(&f.partition, "partition", 0, "partition")
 	fs.StringSliceVar(&f.wsText, "ws", nil, "workspaces (WSIDs) whose numbers to show (repeat or comma-separate)")
 	fs.Uint64Var(&f.from, "from", 1, "first PLog offset to show")

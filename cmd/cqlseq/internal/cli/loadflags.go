@@ -36,7 +36,7 @@ type loadFlags struct {
 }
 
 func (f *loadFlags) add(fs *pflag.FlagSet, duration time.Duration) {
-	fs.Uint32Var(&f.app, "app", 1, "cluster application ID")
+	fs.Uint32Var(&f.app, "app", 1, "cluster application ID (PLog keys carry none: one keyspace or file per application)")
 	fs.IntVar(&f.partitions, "partitions", 4, "application partitions (0..n-1), at most 4096")
 	fs.IntVar(&f.workspaces, "workspaces", 5000, "workspaces (1..n, spread over the partitions)")
 	fs.DurationVar(&f.duration, "duration", duration, "how long commands are started")

@@ -48,7 +48,7 @@ use.`,
 	f.store.addKind(fs)
 	f.store.addBolt(fs, "bbolt: directory of "+boltFileName)
 	f.store.cluster.add(fs)
-	fs.Uint32Var(&f.app, "app", 1, "cluster application ID")
+	fs.Uint32Var(&f.app, "app", 1, "cluster application ID of the stored numbers (PLog keys carry none)")
 	fs.UintSliceVar(&f.partitions, "partition", []uint{0}, "partitions to verify (repeat or comma-separate)")
 	fs.StringVar(&f.jsonFile, "json", "", "write the findings as JSON to this file")
 	return cmd

@@ -14,6 +14,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/mem"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
@@ -177,4 +178,26 @@ func TestInspectPlanted(t *testing.T) {
 	r = runCLI(t, "inspect", "--file", path, "--from", "9")
 	require.Equal(t, ExitOK, r.code)
 	assert.Contains(t, r.stdout, "none: the log has no event at offset 9")
+}
+
+func TestDemoVerifyFailsOnPlantedDuplicate(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	for part := range isequencer.PartitionID(2) {
+		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust2})
+		require.NoError(t, err)
+		for i := range 2 {
+			e := ev(isequencer.PLogOffset(i+1), isequencer.WSID(part+1), 3) // partition 1 repeats number 3 too
+			require.NoError(t, w.Write(ctx, &e))
+		}
+	}
+	var out syncBuffer
+	f := &demoFlags{load: loadFlags{app: 1, partitions: 2}}
+	err := demoVerify(ctx, &env{stdout: &out, stderr: &out}, st, f)
+	require.ErrorIs(t, err, errVerifyFailed)
+	assert.Contains(t, err.Error(), "2 problems")
+	assert.Contains(t, out.String(), "5. verify   4 PLog events")
+	assert.Contains(t, out.String(), "FAILED")
+	assert.Contains(t, out.String(), "partition 1 duplicate: WSID 2 SeqID 1: number 3 at offset 2 was already issued at offset 1")
 }
