@@ -9,9 +9,11 @@
 // theirs, the leadership is lost: its context is cancelled with a cause
 // wrapping ErrLost, before the store can let another holder in.
 //
-// Every acquisition of a key gets an epoch, one greater than every earlier
-// acquisition's: the key's epoch row is incremented with a compare-and-set
-// after the lease is taken. Fencing tokens are built on it.
+// Every acquisition of a key gets an epoch greater than every earlier
+// acquisition's: the key's epoch row (which has no TTL) is incremented with
+// a compare-and-set after the lease is taken, and records the nonce of the
+// acquisition that set it. An acquisition that fails after its increment
+// leaves a gap. Fencing tokens are built on it.
 package elections
 
 import (
