@@ -14,6 +14,12 @@ var (
 	// an operator must look before the partition goes on.
 	ErrConflict = errors.New("plog: conflict")
 
+	// ErrFenced: the fence of a PLog block holds another owner's epoch
+	// (FencedWriter, Sweep): a takeover has deposed this owner. Nothing
+	// was written by the refused call; a FencedWriter is stopped and
+	// refuses every later write.
+	ErrFenced = errors.New("plog: fenced: another owner holds the partition")
+
 	// ErrInvalidOptions wraps every problem NewWriter or NewReader finds in
 	// its options.
 	ErrInvalidOptions = errors.New("plog: invalid options")

@@ -1,7 +1,7 @@
 // Package plog is an application partition's event log (PLog) over the
 // storage contract: the key layout, a versioned binary event encoding, a
-// paged reader and a writer whose write mode follows the sequences trust
-// level.
+// paged reader, a writer whose write mode follows the sequences trust
+// level, and a fenced group writer with its takeover sweep.
 //
 // Key layouts (all integers big-endian), those of the reference platform:
 //
@@ -10,6 +10,9 @@
 //	record:  pKey = u16 RecordsView (19) ‖ u64 WSID ‖ u64 (recordID >> 12)
 //	         cCols = u16 (recordID & 0xFFF)
 //	         value = u64 PLog offset of the event that created the record
+//	fence:   pKey = the event pKey of the block (fenced mode)
+//	         cCols = u16 FenceCC (0xFFFF)
+//	         value = u64 epoch of the owner allowed to write the block
 //
 // One storage partition holds 4,096 consecutive events (or record IDs), so
 // a PLog tail is read a partition at a time and no storage partition grows
@@ -17,6 +20,17 @@
 // platform, each application's PLog and records live in that application's
 // own storage (its own keyspace), while the sequencer's state (vvmadapter)
 // lives in the shared one and is keyed by application.
+//
+// Fenced mode: each PLog block (the storage partition of
+// EventsPerPartition offsets) holds a fence row whose value is the epoch
+// of the one owner allowed to write events into it. A FencedWriter writes
+// a group of events with one conditional batch on the block: the fence
+// must hold its epoch (or be absent, and is then written with it) and
+// every event row must be absent. A takeover raises the partition's epoch
+// and runs Sweep, which fences every block a deposed owner could still
+// write to, so that the deposed owner's later groups are refused
+// (ErrFenced). Safety does not depend on timing. Mixing fenced and
+// non-fenced writers on one partition is not supported.
 package plog
 
 import (
@@ -43,6 +57,16 @@ const (
 	// IDs) one storage partition holds.
 	EventsPerPartition = 1 << loBits
 )
+
+// FenceCC is the clustering key of a PLog block's fence row; event
+// clustering keys are 0x0000..0x0FFF. Persisted: never change it.
+const FenceCC uint16 = 0xFFFF
+
+// FenceCCols returns the clustering key of a block's fence row.
+func FenceCCols() []byte { return binary.BigEndian.AppendUint16(make([]byte, 0, 2), FenceCC) }
+
+// eventsEnd returns the exclusive upper bound of event clustering keys.
+func eventsEnd() []byte { return binary.BigEndian.AppendUint16(make([]byte, 0, 2), EventsPerPartition) }
 
 // EventPKey returns the partition key of the storage partition that holds
 // offset off of PLog partition part.

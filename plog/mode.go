@@ -2,32 +2,35 @@ package plog
 
 import "fmt"
 
-// Mode is how a Writer writes events and records: the sequences trust
-// level of the reference design.
+// Mode is how events and records are written: the sequences trust level
+// of the reference design, or fenced.
 //
-//	mode     event               records
-//	trust0   InsertIfNotExists   InsertIfNotExists
-//	trust1   InsertIfNotExists   Put
-//	trust2   Put                 Put
+//	mode     event                           records
+//	trust0   InsertIfNotExists               InsertIfNotExists
+//	trust1   InsertIfNotExists               Put
+//	trust2   Put                             Put
+//	fenced   one conditional batch per       Put, after the events
+//	         group, on the block's fence
 //
 // trust0 detects any key reuse (a sequencing bug or two writers of one
 // partition) at the price of a lightweight transaction per event and per
-// record partition; trust2 trusts the sequencer and overwrites. The zero
-// Mode is ModeTrust0, the safest.
+// record partition; trust2 trusts the sequencer and overwrites. fenced
+// (FencedWriter, not Writer) keeps trust0's guarantee against a deposed
+// owner at one lightweight transaction per group of events. The zero Mode
+// is ModeTrust0, the safest of the per-event modes.
 type Mode uint8
 
 const (
 	ModeTrust0 Mode = 0
 	ModeTrust1 Mode = 1
 	ModeTrust2 Mode = 2
-	// Value 3 is reserved for a fenced mode (writes conditional on the
-	// partition owner's epoch), not implemented yet.
+	ModeFenced Mode = 3
 )
 
-var modeNames = [...]string{ModeTrust0: "trust0", ModeTrust1: "trust1", ModeTrust2: "trust2"}
+var modeNames = [...]string{ModeTrust0: "trust0", ModeTrust1: "trust1", ModeTrust2: "trust2", ModeFenced: "fenced"}
 
-// String returns "trust0", "trust1" or "trust2", or "Mode(n)" for an
-// invalid mode.
+// String returns "trust0", "trust1", "trust2" or "fenced", or "Mode(n)"
+// for an invalid mode.
 func (m Mode) String() string {
 	if int(m) < len(modeNames) {
 		return modeNames[m]
@@ -35,7 +38,7 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", m)
 }
 
-// Validate reports a Mode no Writer implements.
+// Validate reports a Mode neither Writer nor FencedWriter implements.
 func (m Mode) Validate() error {
 	if int(m) < len(modeNames) {
 		return nil
@@ -43,17 +46,14 @@ func (m Mode) Validate() error {
 	return fmt.Errorf("%w: unknown mode %v", ErrInvalidOptions, m)
 }
 
-// ParseMode parses "trust0", "trust1" or "trust2".
+// ParseMode parses "trust0", "trust1", "trust2" or "fenced".
 func ParseMode(s string) (Mode, error) {
 	for m, name := range modeNames {
 		if s == name {
 			return Mode(m), nil
 		}
 	}
-	if s == "fenced" {
-		return 0, fmt.Errorf("plog: mode %q is not implemented", s)
-	}
-	return 0, fmt.Errorf("plog: unknown mode %q (want trust0, trust1 or trust2)", s)
+	return 0, fmt.Errorf("plog: unknown mode %q (want trust0, trust1, trust2 or fenced)", s)
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -162,7 +162,7 @@ func TestDecodeReusesSlices(t *testing.T) {
 }
 
 func TestModeStringParse(t *testing.T) {
-	for _, m := range []Mode{ModeTrust0, ModeTrust1, ModeTrust2} {
+	for _, m := range []Mode{ModeTrust0, ModeTrust1, ModeTrust2, ModeFenced} {
 		got, err := ParseMode(m.String())
 		require.NoError(t, err)
 		assert.Equal(t, m, got)
@@ -173,12 +173,12 @@ func TestModeStringParse(t *testing.T) {
 		assert.Equal(t, m, back)
 	}
 	assert.Equal(t, "trust0", Mode(0).String(), "the zero Mode is trust0")
-	assert.Equal(t, "Mode(3)", Mode(3).String())
-	require.ErrorIs(t, Mode(3).Validate(), ErrInvalidOptions)
+	assert.Equal(t, "fenced", Mode(3).String(), "fenced is persisted as 3")
+	require.NoError(t, ModeFenced.Validate())
+	assert.Equal(t, "Mode(4)", Mode(4).String())
+	require.ErrorIs(t, Mode(4).Validate(), ErrInvalidOptions)
 	_, err := Mode(9).MarshalText()
 	require.Error(t, err)
-	_, err = ParseMode("fenced")
-	require.ErrorContains(t, err, "not implemented")
 	_, err = ParseMode("TRUST0")
 	require.ErrorContains(t, err, "unknown mode")
 	var m Mode = ModeTrust2

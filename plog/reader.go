@@ -62,8 +62,9 @@ func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
 var errGap = errors.New("plog: gap")
 
 // ReadEvents implements PLogReader. It reads one storage partition per
-// storage.Read call, from the offset's clustering key to the partition's
-// end, and moves to the next storage partition only when the current one
+// storage.Read call, from the offset's clustering key to the end of the
+// event clustering keys (0x1000, so that a block's fence row at FenceCC is
+// never read as an event), and moves to the next storage partition only when the current one
 // was complete to its last offset.
 func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, from isequencer.PLogOffset, cb func(e *Event) error) error {
 	next := max(uint64(from), 1)
@@ -72,6 +73,7 @@ func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, fr
 		cbErr error
 		pKey  = make([]byte, 0, 12)
 		fromC = make([]byte, 2)
+		toC   = eventsEnd()
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -80,7 +82,7 @@ func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, fr
 		hi, start := next>>loBits, next
 		pKey = appendEventPKey(pKey[:0], part, hi)
 		binary.BigEndian.PutUint16(fromC, uint16(next&loMask))
-		err := r.readPage(ctx, pKey, fromC, func(cCols, value []byte) error {
+		err := r.readPage(ctx, pKey, fromC, toC, func(cCols, value []byte) error {
 			if len(cCols) != 2 {
 				return fmt.Errorf("%w: partition %d: clustering key %x in storage partition %d is not 2 bytes", ErrCorrupt, part, cCols, hi)
 			}
@@ -115,11 +117,11 @@ func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, fr
 	}
 }
 
-func (r *Reader) readPage(ctx context.Context, pKey, from []byte, cb func(cCols, value []byte) error) error {
+func (r *Reader) readPage(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
 	if r.o.PageTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, r.o.PageTimeout)
 		defer cancel()
 	}
-	return r.st.Read(ctx, pKey, from, nil, cb)
+	return r.st.Read(ctx, pKey, from, to, cb)
 }

@@ -20,7 +20,7 @@ type WriterOptions struct {
 	// Partition is the PLog partition written.
 	Partition isequencer.PartitionID
 	// Mode selects insert-if-not-exists or put for events and records.
-	// The zero value is ModeTrust0.
+	// The zero value is ModeTrust0. ModeFenced is FencedWriter's.
 	Mode Mode
 }
 
@@ -32,6 +32,8 @@ func (o *WriterOptions) Validate() error {
 	}
 	if err := o.Mode.Validate(); err != nil {
 		errs = append(errs, err)
+	} else if o.Mode == ModeFenced {
+		errs = append(errs, fmt.Errorf("%w: mode %v writes groups under a fence: use NewFencedWriter", ErrInvalidOptions, o.Mode))
 	}
 	return errors.Join(errs...)
 }
@@ -104,7 +106,7 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 	pKey, cCols := EventPKey(part, e.Offset), EventCCols(e.Offset)
 	if w.o.Mode == ModeTrust2 {
 		rows := append(w.mu.rows[:0], storage.Row{PKey: pKey, CCols: cCols, Value: w.mu.buf})
-		rows = w.appendRecordRows(rows, e)
+		rows = appendRecordRows(rows, e)
 		w.mu.rows = rows
 		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
 			return fmt.Errorf("plog: partition %d offset %d: writing the event and %d records: %w", part, e.Offset, len(e.Records), err)
@@ -122,7 +124,7 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 	if len(e.Records) == 0 {
 		return nil
 	}
-	rows := w.appendRecordRows(w.mu.rows[:0], e)
+	rows := appendRecordRows(w.mu.rows[:0], e)
 	w.mu.rows = rows
 	if w.o.Mode == ModeTrust1 {
 		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
@@ -135,7 +137,7 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 
 // appendRecordRows appends e's record rows to rows, sorted by partition
 // key (records of one event usually share one).
-func (w *Writer) appendRecordRows(rows []storage.Row, e *Event) []storage.Row {
+func appendRecordRows(rows []storage.Row, e *Event) []storage.Row {
 	if len(e.Records) == 0 {
 		return rows
 	}

@@ -1,0 +1,328 @@
+package plog
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Defaults of FencedWriterOptions.
+const (
+	DefaultMaxGroupEvents = 128
+	// DefaultMaxGroupBytes keeps a conditional batch well below
+	// Cassandra's default batch_size_fail_threshold of 50 KiB.
+	DefaultMaxGroupBytes = 32 << 10
+)
+
+// FencedWriterOptions configure a FencedWriter.
+type FencedWriterOptions struct {
+	// Storage holds the PLog and the records. Required.
+	Storage storage.Storage
+	// Partition is the PLog partition written.
+	Partition isequencer.PartitionID
+	// Epoch is the owner's epoch (vvmadapter.Adapter.NextEpoch), > 0.
+	// The owner runs Sweep with it before the first WriteGroup.
+	Epoch uint64
+	// MaxGroupEvents caps the events of one conditional batch. Default
+	// DefaultMaxGroupEvents.
+	MaxGroupEvents int
+	// MaxGroupBytes caps the encoded events of one conditional batch; an
+	// event larger than the cap is written alone. Default
+	// DefaultMaxGroupBytes.
+	MaxGroupBytes int
+}
+
+// EnsureDefaults sets zero fields to their defaults.
+func (o *FencedWriterOptions) EnsureDefaults() {
+	if o.MaxGroupEvents == 0 {
+		o.MaxGroupEvents = DefaultMaxGroupEvents
+	}
+	if o.MaxGroupBytes == 0 {
+		o.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+}
+
+// Validate reports every problem of o at once. Call it after
+// EnsureDefaults.
+func (o *FencedWriterOptions) Validate() error {
+	var errs []error
+	if o.Storage == nil {
+		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
+	}
+	if o.Epoch == 0 {
+		errs = append(errs, fmt.Errorf("%w: Epoch 0, must be > 0", ErrInvalidOptions))
+	}
+	if o.MaxGroupEvents < 1 {
+		errs = append(errs, fmt.Errorf("%w: MaxGroupEvents %d, must be >= 1", ErrInvalidOptions, o.MaxGroupEvents))
+	}
+	if o.MaxGroupBytes < 1 {
+		errs = append(errs, fmt.Errorf("%w: MaxGroupBytes %d, must be >= 1", ErrInvalidOptions, o.MaxGroupBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// FencedWriter writes one partition's events in groups, each under the
+// fence of its block, and the records they create. Safe for concurrent
+// use; writes are serialised.
+type FencedWriter struct {
+	o  FencedWriterOptions
+	mu struct {
+		sync.Mutex
+		// fencedBlock is the block (offset >> 12) whose fence this writer
+		// knows to hold its epoch; valid when hasFenced.
+		fencedBlock uint64
+		hasFenced   bool
+		stopped     error
+		buf         []byte // the group's encoded events
+		ends        []int  // ends[i]: end of event i's encoding in buf
+		conds       []storage.Condition
+		rows        []storage.Row
+		recs        []storage.Row
+	}
+}
+
+// NewFencedWriter validates o (after EnsureDefaults) and returns a
+// FencedWriter.
+func NewFencedWriter(o FencedWriterOptions) (*FencedWriter, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &FencedWriter{o: o}, nil
+}
+
+// Epoch returns the writer's epoch.
+func (w *FencedWriter) Epoch() uint64 { return w.o.Epoch }
+
+// Partition returns the writer's partition.
+func (w *FencedWriter) Partition() isequencer.PartitionID { return w.o.Partition }
+
+// Stopped returns the error that stopped the writer (wrapping ErrFenced,
+// ErrConflict or ErrCorrupt), or nil.
+func (w *FencedWriter) Stopped() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mu.stopped
+}
+
+// WriteGroup stores events, which must have consecutive offsets in
+// ascending order (e.Partition is ignored), and then the records they
+// create. It splits them at block boundaries and at the MaxGroupEvents and
+// MaxGroupBytes caps, and writes each chunk with one conditional batch on
+// its block: the fence must hold the writer's epoch (or, in a block whose
+// fence the writer has not seen yet, be absent, and is then written with
+// the epoch), and every event row must be absent. Once a chunk's batch is
+// applied, its records are written with one unconditional PutBatch.
+//
+// Errors:
+//   - invalid events (offset 0, offsets not consecutive, a nil event, WSID
+//     0, number 0, record ID 0) wrap storage.ErrInvalidArgument; nothing is
+//     written.
+//   - ErrFenced: a chunk's block is fenced with another epoch. That chunk
+//     and later ones are not written; earlier chunks are. The writer is
+//     stopped: this and every later call return that error.
+//   - ErrConflict: an event is already stored at one of a chunk's offsets
+//     (in a block fenced with the writer's epoch, or in one with no fence).
+//     Nothing is overwritten; the writer is stopped as for ErrFenced.
+//   - ErrCorrupt: a fence value that is not 8 bytes; the writer is
+//     stopped.
+//   - any other error (storage errors, wrapped; storage.ErrUnknownOutcome
+//     among them) leaves the outcome of the chunk that failed unknown:
+//     its events may or may not be stored (re-read the PLog before
+//     deciding), earlier chunks are stored. An error while writing the
+//     records of an applied chunk says so; its events are stored, its
+//     records may be partly stored. These errors do not stop the writer.
+//
+// It returns nil only when every chunk was applied and every record
+// written.
+func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mu.stopped != nil {
+		return w.mu.stopped
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	if err := w.encodeLocked(events); err != nil {
+		return err
+	}
+	for i := 0; i < len(events); {
+		n := w.chunkLen(events, i)
+		if err := w.writeChunkLocked(ctx, events[i:i+n], i); err != nil {
+			return err
+		}
+		i += n
+	}
+	return nil
+}
+
+// encodeLocked checks events and encodes them into mu.buf.
+func (w *FencedWriter) encodeLocked(events []*Event) error {
+	part := w.o.Partition
+	buf, ends := w.mu.buf[:0], w.mu.ends[:0]
+	defer func() { w.mu.buf, w.mu.ends = buf, ends }()
+	var first isequencer.PLogOffset
+	for i, e := range events {
+		if e == nil {
+			return fmt.Errorf("plog: partition %d: %w: event %d of the group is nil", part, storage.ErrInvalidArgument, i)
+		}
+		if i == 0 {
+			first = e.Offset
+			if first == 0 {
+				return fmt.Errorf("plog: partition %d: %w: event offset 0", part, storage.ErrInvalidArgument)
+			}
+		} else if uint64(e.Offset) != uint64(first)+uint64(i) {
+			return fmt.Errorf("plog: partition %d: %w: event %d of the group has offset %d, want %d (offsets must be consecutive and ascending)",
+				part, storage.ErrInvalidArgument, i, e.Offset, uint64(first)+uint64(i))
+		}
+		var err error
+		if buf, err = AppendEncoded(buf, e); err != nil {
+			return fmt.Errorf("plog: partition %d offset %d: %w: %w", part, e.Offset, storage.ErrInvalidArgument, err)
+		}
+		ends = append(ends, len(buf))
+	}
+	return nil
+}
+
+// enc returns event i's encoding.
+func (w *FencedWriter) enc(i int) []byte {
+	start := 0
+	if i > 0 {
+		start = w.mu.ends[i-1]
+	}
+	return w.mu.buf[start:w.mu.ends[i]:w.mu.ends[i]]
+}
+
+// chunkLen returns how many events from events[i] go into one batch: at
+// least one, all in events[i]'s block, within the caps.
+func (w *FencedWriter) chunkLen(events []*Event, i int) int {
+	block := uint64(events[i].Offset) >> loBits
+	bytes := len(w.enc(i))
+	n := 1
+	for j := i + 1; j < len(events) && n < w.o.MaxGroupEvents; j++ {
+		if uint64(events[j].Offset)>>loBits != block {
+			break
+		}
+		if bytes += len(w.enc(j)); bytes > w.o.MaxGroupBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// writeChunkLocked writes chunk (events[at:at+len(chunk)] of the group),
+// all in one block, then its records.
+func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at int) error {
+	part, epoch := w.o.Partition, w.o.Epoch
+	first, last := chunk[0].Offset, chunk[len(chunk)-1].Offset
+	block := uint64(first) >> loBits
+	pKey := EventPKey(part, first)
+	fenceCC, epochV := FenceCCols(), encodeEpoch(epoch)
+	establish := !w.mu.hasFenced || w.mu.fencedBlock != block
+	for {
+		conds, rows := w.mu.conds[:0], w.mu.rows[:0]
+		if establish {
+			conds = append(conds, storage.Condition{CCols: fenceCC})
+			rows = append(rows, storage.Row{PKey: pKey, CCols: fenceCC, Value: epochV})
+		} else {
+			conds = append(conds, storage.Condition{CCols: fenceCC, Expected: epochV})
+		}
+		for i, e := range chunk {
+			cc := EventCCols(e.Offset)
+			conds = append(conds, storage.Condition{CCols: cc})
+			rows = append(rows, storage.Row{PKey: pKey, CCols: cc, Value: w.enc(at + i)})
+		}
+		w.mu.conds, w.mu.rows = conds, rows
+		ok, err := w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+		if err != nil {
+			return fmt.Errorf("plog: partition %d offsets %d..%d (epoch %d): writing %d events: %w", part, first, last, epoch, len(chunk), err)
+		}
+		if ok {
+			w.mu.fencedBlock, w.mu.hasFenced = block, true
+			break
+		}
+		fence, exists, err := ReadFence(ctx, w.o.Storage, part, first)
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			return w.stopLocked(err)
+		case err != nil:
+			return fmt.Errorf("plog: partition %d offsets %d..%d (epoch %d): the batch was not applied; %w", part, first, last, epoch, err)
+		case exists && fence != epoch:
+			return w.stopLocked(fmt.Errorf("%w: partition %d offsets %d..%d: block %d is fenced with epoch %d, this writer's is %d; nothing written",
+				ErrFenced, part, first, last, block, fence, epoch))
+		case exists && establish:
+			// The fence already holds our epoch (Sweep set it, or an
+			// earlier batch whose outcome was unknown applied): write
+			// under it.
+			w.mu.fencedBlock, w.mu.hasFenced = block, true
+			establish = false
+			continue
+		}
+		return w.stopLocked(w.eventConflict(ctx, chunk, pKey, exists))
+	}
+	recs := w.mu.recs[:0]
+	for _, e := range chunk {
+		recs = appendRecordRows(recs, e)
+	}
+	w.mu.recs = recs
+	if err := w.o.Storage.PutBatch(ctx, recs); err != nil {
+		return fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records: %w", part, first, last, len(recs), err)
+	}
+	return nil
+}
+
+// eventConflict names the offsets of chunk that hold an event, as far as a
+// re-read can tell.
+func (w *FencedWriter) eventConflict(ctx context.Context, chunk []*Event, pKey []byte, fenced bool) error {
+	items := make([]storage.GetItem, len(chunk))
+	for i, e := range chunk {
+		items[i].CCols = EventCCols(e.Offset)
+	}
+	var taken []isequencer.PLogOffset
+	if err := w.o.Storage.GetBatch(ctx, pKey, items); err == nil {
+		for i, it := range items {
+			if it.Ok {
+				taken = append(taken, chunk[i].Offset)
+			}
+		}
+	}
+	fence := fmt.Sprintf("fenced with this writer's epoch %d", w.o.Epoch)
+	if !fenced {
+		fence = "with no fence"
+	}
+	return fmt.Errorf("%w: partition %d offsets %d..%d: events already stored at offsets %v, in a block %s; nothing written, nothing overwritten",
+		ErrConflict, w.o.Partition, chunk[0].Offset, chunk[len(chunk)-1].Offset, taken, fence)
+}
+
+func (w *FencedWriter) stopLocked(err error) error {
+	w.mu.stopped = err
+	return err
+}
+
+func encodeEpoch(epoch uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, 8), epoch)
+}
+
+// ReadFence reads the fence of the block holding offset off of partition
+// part: the epoch stored, and whether a fence exists. A value that is not
+// 8 bytes is an error wrapping ErrCorrupt.
+func ReadFence(ctx context.Context, st storage.Storage, part isequencer.PartitionID, off isequencer.PLogOffset) (epoch uint64, ok bool, err error) {
+	v, ok, err := st.Get(ctx, EventPKey(part, off), FenceCCols())
+	if err != nil {
+		return 0, false, fmt.Errorf("plog: partition %d: reading the fence of block %d: %w", part, uint64(off)>>loBits, err)
+	}
+	if !ok {
+		return 0, false, nil
+	}
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("%w: partition %d: the fence of block %d is %d bytes, want 8", ErrCorrupt, part, uint64(off)>>loBits, len(v))
+	}
+	return binary.BigEndian.Uint64(v), true, nil
+}
