@@ -29,6 +29,11 @@ const App isequencer.ClusterAppID = 77
 // Owner tags an event with the writer that made it: its WSID.
 type Owner = isequencer.WSID
 
+// OwnerOf returns the k-th owner of partition part's scenario (k < 256).
+// Records are keyed by WSID, not by partition, so scenarios that share a
+// store tag their events with owners of their own.
+func OwnerOf(part isequencer.PartitionID, k int) Owner { return Owner(uint64(part)<<8 | uint64(k)) }
+
 // Event returns the event owner writes at off: WSID owner, number off of
 // SeqID 1, one record (ID off), payload naming both.
 func Event(owner Owner, off isequencer.PLogOffset) *plog.Event {

@@ -22,9 +22,10 @@ import (
 // under the established fence, without a fence row.
 func BlockBoundary(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
+	o1 := OwnerOf(part, 1)
 	rec := &Recorder{Storage: st}
 	w := NewWriter(t, rec, part, 1, 0, 0)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 4090, 11)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 4090, 11)))
 	batches, puts := rec.Take()
 	require.Len(t, batches, 2)
 	checkBatch(t, batches[0], part, 1, 4090, 6, true)
@@ -36,13 +37,13 @@ func BlockBoundary(t *testing.T, st storage.Storage, part isequencer.PartitionID
 		assert.Equal(t, uint64(1), e, "fence of offset %d's block", off)
 	}
 
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 4101, 3)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 4101, 3)))
 	batches, _ = rec.Take()
 	require.Len(t, batches, 1)
 	checkBatch(t, batches[0], part, 1, 4101, 3, false)
-	assert.Equal(t, Span(1, 4090, 4103), ReadLog(t, st, part, 4090))
+	assert.Equal(t, Span(o1, 4090, 4103), ReadLog(t, st, part, 4090))
 	for off := isequencer.PLogOffset(4090); off <= 4103; off++ {
-		v, ok := recordOf(t, st, 1, plog.RecordID(off))
+		v, ok := recordOf(t, st, o1, plog.RecordID(off))
 		assert.True(t, ok, "record %d", off)
 		assert.Equal(t, plog.RecordValue(off), v)
 	}
@@ -53,9 +54,10 @@ func BlockBoundary(t *testing.T, st storage.Storage, part isequencer.PartitionID
 // above MaxGroupBytes goes alone.
 func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
+	o1 := OwnerOf(part, 1)
 	rec := &Recorder{Storage: st}
 	w := NewWriter(t, rec, part, 1, 4, 0)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 1, 10)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 1, 10)))
 	batches, _ := rec.Take()
 	require.Len(t, batches, 3)
 	checkBatch(t, batches[0], part, 1, 1, 4, true)
@@ -63,9 +65,9 @@ func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	checkBatch(t, batches[2], part, 1, 9, 2, false)
 
 	// Byte cap: events of offsets 11..19 encode to the same size.
-	size := len(must(plog.AppendEncoded(nil, Event(1, 11))))
+	size := len(must(plog.AppendEncoded(nil, Event(o1, 11))))
 	w = NewWriter(t, rec, part, 1, 0, 2*size+size/2)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 11, 5)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 11, 5)))
 	batches, _ = rec.Take()
 	require.Len(t, batches, 4)
 	checkBatch(t, batches[0], part, 1, 11, 2, true) // a new writer: establishes, learns the fence is its own
@@ -76,9 +78,9 @@ func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	assert.True(t, batches[3].Applied)
 
 	w = NewWriter(t, rec, part, 1, 0, 2*size+size/2)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 16, 1)), "learn the fence")
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 16, 1)), "learn the fence")
 	rec.Take()
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 17, 5)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 17, 5)))
 	batches, _ = rec.Take()
 	require.Len(t, batches, 3)
 	checkBatch(t, batches[0], part, 1, 17, 2, false)
@@ -86,10 +88,10 @@ func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	checkBatch(t, batches[2], part, 1, 21, 1, false)
 
 	w = NewWriter(t, rec, part, 1, 0, 1)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 22, 3)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 22, 3)))
 	batches, _ = rec.Take()
 	require.Len(t, batches, 4, "one to learn the fence, then one event per batch")
-	assert.Equal(t, Span(1, 1, 24), ReadLog(t, st, part, 1))
+	assert.Equal(t, Span(o1, 1, 24), ReadLog(t, st, part, 1))
 }
 
 // SecondOwner: owner A (epoch e) writes; B raises the epoch and sweeps
@@ -98,6 +100,7 @@ func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 // first empty block) is fenced too; an older epoch's sweep is fenced.
 func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
+	o1, o2 := OwnerOf(part, 1), OwnerOf(part, 2)
 	vvm := vvmadapter.New(st, App)
 	eA, err := vvm.NextEpoch(ctx, part)
 	require.NoError(t, err)
@@ -107,8 +110,8 @@ func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) 
 
 	recA := &Recorder{Storage: st}
 	a := NewWriter(t, recA, part, eA, 0, 0)
-	require.NoError(t, a.WriteGroup(ctx, Group(1, 1, 10)))
-	require.NoError(t, a.WriteGroup(ctx, Group(1, 11, 10)))
+	require.NoError(t, a.WriteGroup(ctx, Group(o1, 1, 10)))
+	require.NoError(t, a.WriteGroup(ctx, Group(o1, 11, 10)))
 	require.NoError(t, vvm.PutPLogOffset(ctx, part, 21))
 
 	eB, err := vvm.NextEpoch(ctx, part)
@@ -127,26 +130,26 @@ func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) 
 	}
 
 	recA.Take()
-	err = a.WriteGroup(ctx, Group(1, 21, 5))
+	err = a.WriteGroup(ctx, Group(o1, 21, 5))
 	require.ErrorIs(t, err, plog.ErrFenced)
 	require.ErrorIs(t, a.Stopped(), plog.ErrFenced)
-	err = a.WriteGroup(ctx, Group(1, 26, 5))
+	err = a.WriteGroup(ctx, Group(o1, 26, 5))
 	require.ErrorIs(t, err, plog.ErrFenced, "sticky")
 	batches, puts := recA.Take()
 	assert.Len(t, batches, 1, "the sticky error is returned without a write")
 	assert.Zero(t, puts, "no records of a refused group")
-	assert.Equal(t, Span(1, 1, 20), ReadLog(t, st, part, 1), "none of A's later events")
-	_, ok = recordOf(t, st, 1, 21)
+	assert.Equal(t, Span(o1, 1, 20), ReadLog(t, st, part, 1), "none of A's later events")
+	_, ok = recordOf(t, st, o1, 21)
 	assert.False(t, ok)
 
 	b := NewWriter(t, st, part, eB, 0, 0)
-	require.NoError(t, b.WriteGroup(ctx, Group(2, 21, 5)))
-	assert.Equal(t, append(Span(1, 1, 20), Span(2, 21, 25)...), ReadLog(t, st, part, 1))
+	require.NoError(t, b.WriteGroup(ctx, Group(o2, 21, 5)))
+	assert.Equal(t, append(Span(o1, 1, 20), Span(o2, 21, 25)...), ReadLog(t, st, part, 1))
 
 	// A's late group into a new block (A's writer rebuilt, not knowing it
 	// is deposed): the first empty block's fence stops it.
 	late := NewWriter(t, st, part, eA, 0, 0)
-	err = late.WriteGroup(ctx, Group(1, 4096, 3))
+	err = late.WriteGroup(ctx, Group(o1, 4096, 3))
 	require.ErrorIs(t, err, plog.ErrFenced)
 	assert.False(t, exists(t, st, part, 4096))
 	e, _ := fence(t, st, part, 4096)
@@ -157,7 +160,7 @@ func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) 
 	n, err = plog.Sweep(ctx, st, part, from, eB)
 	require.NoError(t, err)
 	assert.Zero(t, n, "sweeping again with the same epoch writes nothing")
-	require.NoError(t, b.WriteGroup(ctx, Group(2, 26, 4071)), "B fills block 0 and goes on into block 1")
+	require.NoError(t, b.WriteGroup(ctx, Group(o2, 26, 4071)), "B fills block 0 and goes on into block 1")
 	assert.Len(t, ReadLog(t, st, part, 1), 4096)
 }
 
@@ -167,13 +170,14 @@ func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) 
 // stopped.
 func PlantedConflict(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
+	o1 := OwnerOf(part, 1)
 	planted := []byte{0xEE}
 	rec := &Recorder{Storage: st}
 	w := NewWriter(t, rec, part, 1, 0, 0)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 1, 4)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 1, 4)))
 	require.NoError(t, st.Put(ctx, plog.EventPKey(part, 6), plog.EventCCols(6), planted))
 	rec.Take()
-	err := w.WriteGroup(ctx, Group(1, 5, 4))
+	err := w.WriteGroup(ctx, Group(o1, 5, 4))
 	require.ErrorIs(t, err, plog.ErrConflict)
 	assert.Contains(t, err.Error(), "offsets [6]")
 	_, puts := rec.Take()
@@ -183,12 +187,12 @@ func PlantedConflict(t *testing.T, st storage.Storage, part isequencer.Partition
 	for _, off := range []isequencer.PLogOffset{5, 7, 8} {
 		assert.False(t, exists(t, st, part, off), "all or nothing: offset %d", off)
 	}
-	require.ErrorIs(t, w.WriteGroup(ctx, Group(1, 9, 1)), plog.ErrConflict, "sticky")
+	require.ErrorIs(t, w.WriteGroup(ctx, Group(o1, 9, 1)), plog.ErrConflict, "sticky")
 	assert.False(t, exists(t, st, part, 9))
 
 	// No fence in the block.
 	require.NoError(t, st.Put(ctx, plog.EventPKey(part, 4097), plog.EventCCols(4097), planted))
-	err = NewWriter(t, st, part, 1, 0, 0).WriteGroup(ctx, Group(1, 4096, 3))
+	err = NewWriter(t, st, part, 1, 0, 0).WriteGroup(ctx, Group(o1, 4096, 3))
 	require.ErrorIs(t, err, plog.ErrConflict)
 	assert.Contains(t, err.Error(), "no fence")
 	_, ok := fence(t, st, part, 4096)
@@ -199,7 +203,7 @@ func PlantedConflict(t *testing.T, st storage.Storage, part isequencer.Partition
 	_, err = plog.Sweep(ctx, st, part, 8192, 2)
 	require.NoError(t, err)
 	require.NoError(t, st.Put(ctx, plog.EventPKey(part, 8194), plog.EventCCols(8194), planted))
-	err = NewWriter(t, st, part, 2, 0, 0).WriteGroup(ctx, Group(1, 8192, 3))
+	err = NewWriter(t, st, part, 2, 0, 0).WriteGroup(ctx, Group(o1, 8192, 3))
 	require.ErrorIs(t, err, plog.ErrConflict)
 	assert.Contains(t, err.Error(), "offsets [8194]")
 	assert.False(t, exists(t, st, part, 8192))
@@ -209,6 +213,7 @@ func PlantedConflict(t *testing.T, st storage.Storage, part isequencer.Partition
 // are stored, and never for a refused group.
 func RecordsAfterEvents(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
+	o1 := OwnerOf(part, 1)
 	var checked atomic.Int64
 	rec := &Recorder{Storage: st}
 	rec.BeforePutBatch = func(rows []storage.Row) {
@@ -225,19 +230,19 @@ func RecordsAfterEvents(t *testing.T, st storage.Storage, part isequencer.Partit
 		}
 	}
 	w := NewWriter(t, rec, part, 1, 3, 0)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 4094, 7)))
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 4094, 7)))
 	assert.Equal(t, int64(7), checked.Load())
 	for off := isequencer.PLogOffset(4094); off <= 4100; off++ {
-		_, ok := recordOf(t, st, 1, plog.RecordID(off))
+		_, ok := recordOf(t, st, o1, plog.RecordID(off))
 		assert.True(t, ok, "record %d", off)
 	}
 	_, err := plog.Sweep(ctx, st, part, 4101, 2)
 	require.NoError(t, err)
 	rec.Take()
-	require.ErrorIs(t, w.WriteGroup(ctx, Group(1, 4101, 3)), plog.ErrFenced)
+	require.ErrorIs(t, w.WriteGroup(ctx, Group(o1, 4101, 3)), plog.ErrFenced)
 	_, puts := rec.Take()
 	assert.Zero(t, puts)
-	_, ok := recordOf(t, st, 1, 4101)
+	_, ok := recordOf(t, st, o1, 4101)
 	assert.False(t, ok)
 }
 
@@ -245,12 +250,13 @@ func RecordsAfterEvents(t *testing.T, st storage.Storage, part isequencer.Partit
 // into the next block, and never decodes a fence as an event.
 func FenceNotReadAsEvent(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
+	o1 := OwnerOf(part, 1)
 	w := NewWriter(t, st, part, 1, 0, 0)
-	require.NoError(t, w.WriteGroup(ctx, Group(1, 1, 4095+3)), "block 0 full (offsets 1..4095), 3 in block 1")
+	require.NoError(t, w.WriteGroup(ctx, Group(o1, 1, 4095+3)), "block 0 full (offsets 1..4095), 3 in block 1")
 	_, ok := fence(t, st, part, 1)
 	require.True(t, ok)
-	assert.Equal(t, Span(1, 1, 4098), ReadLog(t, st, part, 1))
-	assert.Equal(t, Span(1, 4000, 4098), ReadLog(t, st, part, 4000))
+	assert.Equal(t, Span(o1, 1, 4098), ReadLog(t, st, part, 1))
+	assert.Equal(t, Span(o1, 4000, 4098), ReadLog(t, st, part, 4000))
 
 	// A block with a fence and no event is an empty log there.
 	_, err := plog.Sweep(ctx, st, part, 3*4096, 1)
@@ -273,7 +279,7 @@ func RaceFreshBlock(t *testing.T, stA, stB, stS storage.Storage, part isequencer
 	results := make([]result, 2)
 	var wg sync.WaitGroup
 	for i, st := range []storage.Storage{stA, stB} {
-		owner, epoch := Owner(i+1), uint64(i+1)
+		owner, epoch := OwnerOf(part, i+1), uint64(i+1)
 		res := &results[i]
 		wg.Go(func() {
 			w, err := plog.NewFencedWriter(plog.FencedWriterOptions{Storage: st, Partition: part, Epoch: epoch})
@@ -324,9 +330,10 @@ func RaceFreshBlock(t *testing.T, stA, stB, stS storage.Storage, part isequencer
 	assert.Equal(t, uint64(3), e, "the sweep's epoch is the first block's last fence")
 	log := ReadLog(t, stS, part, 1)
 	own := owners(log)
+	t.Logf("partition %d: %d events of owners %v; acknowledged: A %d, B %d; sweep wrote %d fences", part, len(log), own, len(results[0].acked), len(results[1].acked), swept)
 	assert.LessOrEqual(t, len(own), 1, "one owner's events, never both: %v", own)
 	for i, r := range results {
-		owner := Owner(i + 1)
+		owner := OwnerOf(part, i+1)
 		if len(r.acked) > 0 {
 			assert.Equal(t, []Owner{owner}, own, "owner %d acknowledged events", owner)
 			assert.Subset(t, offsets(log), r.acked)
@@ -349,6 +356,7 @@ func RaceFreshBlock(t *testing.T, stA, stB, stS storage.Storage, part isequencer
 // all precede B's; the log has no gap.
 func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.PartitionID, bGroups int) {
 	ctx := context.Background()
+	o1, o2 := OwnerOf(part, 1), OwnerOf(part, 2)
 	vvmA, vvmB := vvmadapter.New(stA, App), vvmadapter.New(stB, App)
 	eA, err := vvmA.NextEpoch(ctx, part)
 	require.NoError(t, err)
@@ -374,7 +382,7 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 			}
 			n := 1 + g%7
 			after := swept.Load()
-			err := w.WriteGroup(ctx, Group(1, next, n))
+			err := w.WriteGroup(ctx, Group(o1, next, n))
 			switch {
 			case err == nil:
 				for k := range n {
@@ -417,7 +425,7 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 	next := bFrom
 	for g := 0; g < bGroups; {
 		n := 1 + g%5
-		err := b.WriteGroup(ctx, Group(2, next, n))
+		err := b.WriteGroup(ctx, Group(o2, next, n))
 		switch {
 		case err == nil:
 			for k := range n {
@@ -434,10 +442,11 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 	}
 	wg.Wait()
 
+	t.Logf("partition %d: A acknowledged %d events, swept from %d, B replayed %d and wrote from %d", part, len(aAcked), from, len(replayed), bFrom)
 	require.ErrorIs(t, aErr, plog.ErrFenced, "A ends fenced")
 	assert.Empty(t, aLate, "A acknowledged groups it started after the sweep returned")
 	log := ReadLog(t, stB, part, 1)
-	require.Equal(t, append(Span(1, 1, bFrom-1), Span(2, bFrom, isequencer.PLogOffset(len(log)))...), log,
+	require.Equal(t, append(Span(o1, 1, bFrom-1), Span(o2, bFrom, isequencer.PLogOffset(len(log)))...), log,
 		"A's events, then B's, no gap, never both at one offset")
 	for _, off := range aAcked {
 		require.Less(t, off, bFrom, "A's acknowledged event at %d is after B's first", off)

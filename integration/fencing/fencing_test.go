@@ -1,0 +1,113 @@
+package fencing
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog/plogtest"
+	"github.com/cqlseq/cqlseq/seqstorage"
+	"github.com/cqlseq/cqlseq/storage/cql"
+)
+
+// noLeaks checks at the end of t, after every cleanup registered later
+// (the Stores' Close among them), that t left no goroutine behind.
+func noLeaks(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+}
+
+// nextPart hands out partition IDs: each test (and each -count
+// repetition, which reuses the run's keyspace) gets fresh partitions.
+var nextPart atomic.Uint32
+
+func init() { nextPart.Store(100) }
+
+// parts returns n fresh partition IDs.
+func parts(n int) []isequencer.PartitionID {
+	last := nextPart.Add(uint32(n))
+	out := make([]isequencer.PartitionID, n)
+	for i := range out {
+		out[i] = isequencer.PartitionID(last - uint32(n) + uint32(i))
+	}
+	return out
+}
+
+func part() isequencer.PartitionID { return parts(1)[0] }
+
+const raceRounds = 5
+
+func TestBlockBoundary(t *testing.T) {
+	noLeaks(t)
+	plogtest.BlockBoundary(t, open(t), part())
+}
+
+func TestGroupCaps(t *testing.T) {
+	noLeaks(t)
+	plogtest.GroupCaps(t, open(t), part())
+}
+
+func TestSecondOwner(t *testing.T) {
+	noLeaks(t)
+	plogtest.SecondOwner(t, open(t), part())
+}
+
+func TestPlantedConflict(t *testing.T) {
+	noLeaks(t)
+	plogtest.PlantedConflict(t, open(t), part())
+}
+
+func TestRecordsAfterEvents(t *testing.T) {
+	noLeaks(t)
+	plogtest.RecordsAfterEvents(t, open(t), part())
+}
+
+func TestFenceNotReadAsEvent(t *testing.T) {
+	noLeaks(t)
+	plogtest.FenceNotReadAsEvent(t, open(t), part())
+}
+
+// TestRaceFreshBlock: two writers and a sweep, each on its own session,
+// race for a fresh partition's first block.
+func TestRaceFreshBlock(t *testing.T) {
+	noLeaks(t)
+	a, b, s := open(t), open(t), open(t)
+	for _, p := range parts(raceRounds) {
+		plogtest.RaceFreshBlock(t, a, b, s, p)
+	}
+}
+
+// TestRaceTakeover: owner A writes on its session while B takes over on
+// another.
+func TestRaceTakeover(t *testing.T) {
+	noLeaks(t)
+	a, b := open(t), open(t)
+	for _, p := range parts(raceRounds) {
+		plogtest.RaceTakeover(t, a, b, p, 10)
+	}
+}
+
+// TestLateNumbersCannotLower: on the cluster, a deposed owner's late flush
+// of smaller numbers does not lower what the next owner reads.
+func TestLateNumbersCannotLower(t *testing.T) {
+	noLeaks(t)
+	stA, stB := open(t), open(t)
+	p := part()
+	newStorage := func(st *cql.Store, epoch uint64) *seqstorage.Storage {
+		s, err := seqstorage.New(seqstorage.Options{Storage: st, App: plogtest.App, Partition: p, Epoch: epoch})
+		require.NoError(t, err)
+		return s
+	}
+	a, b := newStorage(stA, 1), newStorage(stB, 2)
+	key := isequencer.NumberKey{WSID: 1, SeqID: 1}
+	require.NoError(t, a.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key, Value: 100}}, 10))
+	require.NoError(t, b.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key, Value: 150}}, 20))
+	require.NoError(t, a.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key, Value: 90}}, 5))
+	nums, err := b.ReadNumbers(1, []isequencer.SeqID{1})
+	require.NoError(t, err)
+	assert.Equal(t, []isequencer.Number{150}, nums)
+}

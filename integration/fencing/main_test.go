@@ -1,0 +1,36 @@
+// Package fencing runs the fenced write mode (plog.FencedWriter, plog.Sweep,
+// vvmadapter epochs and per-epoch numbers) on the real test cluster, with
+// the scenarios of plog/plogtest; the races use one session per party.
+package fencing
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/cqlseq/cqlseq/integration/itest"
+	"github.com/cqlseq/cqlseq/storage/cql"
+)
+
+func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
+
+// open opens a Store (its own session) on the run's keyspace, closed at
+// cleanup. Tests sharing the keyspace use partitions of their own.
+func open(tb testing.TB) *cql.Store {
+	tb.Helper()
+	hosts := itest.Hosts()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := cql.Open(ctx, cql.Options{
+		Hosts:                    hosts,
+		Keyspace:                 itest.Keyspace(),
+		DisableInitialHostLookup: len(hosts) == 1,
+		Timeout:                  10 * time.Second,
+	})
+	if err != nil {
+		tb.Fatalf("cql.Open: %v", err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	return st
+}
