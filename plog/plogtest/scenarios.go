@@ -65,7 +65,9 @@ func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	checkBatch(t, batches[2], part, 1, 9, 2, false)
 
 	// Byte cap: events of offsets 11..19 encode to the same size.
-	size := len(must(plog.AppendEncoded(nil, Event(o1, 11))))
+	enc, err := plog.AppendEncoded(nil, Event(o1, 11))
+	require.NoError(t, err)
+	size := len(enc)
 	w = NewWriter(t, rec, part, 1, 0, 2*size+size/2)
 	require.NoError(t, w.WriteGroup(ctx, Group(o1, 11, 5)))
 	batches, _ = rec.Take()
@@ -453,11 +455,4 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 	}
 	assert.Subset(t, offsets(log), bAcked)
 	assert.Subset(t, offsets(log), aAcked)
-}
-
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
