@@ -39,9 +39,14 @@ var (
 	// options.
 	ErrInvalidOptions = errors.New("apppart: invalid options")
 	// ErrStopped: an event write found an event or a record already stored
-	// under its key (plog.ErrConflict, trust levels 0 and 1). The partition
-	// refuses every later command; an operator must look at the storage.
-	ErrStopped = errors.New("apppart: partition stopped after a conflict")
+	// under its key (plog.ErrConflict, trust levels 0 and 1), or, in fenced
+	// mode, another owner fenced the partition off (plog.ErrFenced). The
+	// partition takes no more commands; reopen it (after re-acquiring
+	// ownership, when fenced).
+	ErrStopped = errors.New("apppart: partition stopped")
+	// ErrNotLeader: in fenced mode, the local lease deadline has passed;
+	// the partition takes no command until it is reopened under a new lease.
+	ErrNotLeader = errors.New("apppart: lease expired, not the partition's owner")
 )
 
 // Event is what a command appends to the partition's event log: the
@@ -135,8 +140,10 @@ type Partition struct {
 	ev      Event
 
 	// Set by Open.
-	ss *seqstorage.Storage
-	w  *plog.Writer
+	ss     *seqstorage.Storage
+	w      *plog.Writer
+	log    *plogLog   // event conversion (and the writer, unfenced)
+	fenced *committer // fenced mode only
 }
 
 // New validates o and starts the partition's sequencer, which actualizes
@@ -146,6 +153,11 @@ func New(o Options) (*Partition, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	return start(o)
+}
+
+// start starts the sequencer of validated options.
+func start(o Options) (*Partition, error) {
 	seq, cleanup, err := isequencer.New(&o.Sequencer)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -166,6 +178,9 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
+	}
+	if p.fenced != nil {
+		return p.doFenced(ctx, cmd)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -234,6 +249,10 @@ func (p *Partition) check(cmd Command) error {
 // event log by the next New or Open. Close waits for a command in progress.
 // It does not close the storages.
 func (p *Partition) Close() error {
+	if p.fenced != nil {
+		// Cancelled and waited for outside p.mu: its failure path takes it.
+		p.fenced.close()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

@@ -51,6 +51,17 @@ type OpenOptions struct {
 	// SeqTypes and SeqStorage must be left empty: Open sets them.
 	Sequencer isequencer.Params
 
+	// LeaseDeadline, in fenced mode, returns the local (monotonic) deadline
+	// of the lease under which this process owns the partition; once it has
+	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
+	// not depend on it. nil: no lease check.
+	LeaseDeadline func() time.Time
+	// MaxGroupEvents caps the events of one group write in fenced mode.
+	// Default 128.
+	MaxGroupEvents int
+	// Hooks pause points of the fenced flow, for tests only.
+	Hooks Hooks
+
 	// StorageTimeout bounds each sequencer storage call and each PLog page
 	// read. Default seqstorage.DefaultTimeout (5 s).
 	StorageTimeout time.Duration
@@ -68,7 +79,13 @@ func (o *OpenOptions) EnsureDefaults() {
 	if o.StorageTimeout == 0 {
 		o.StorageTimeout = seqstorage.DefaultTimeout
 	}
+	if o.MaxGroupEvents == 0 {
+		o.MaxGroupEvents = DefaultMaxGroupEvents
+	}
 }
+
+// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default.
+const DefaultMaxGroupEvents = 128
 
 // Validate reports every problem of o at once. Call it after
 // EnsureDefaults. The options passed on to New, seqstorage and plog are
@@ -93,6 +110,12 @@ func (o *OpenOptions) Validate() error {
 	if o.StorageTimeout < 0 {
 		bad("StorageTimeout %v, must be >= 0", o.StorageTimeout)
 	}
+	if o.MaxGroupEvents < 1 {
+		bad("MaxGroupEvents %d, must be >= 1", o.MaxGroupEvents)
+	}
+	if o.Sequencer.GroupCommit {
+		bad("Sequencer.GroupCommit is set; Open sets it for the fenced mode")
+	}
 	return errors.Join(errs...)
 }
 
@@ -111,14 +134,30 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	fenced := o.Mode == plog.ModeFenced
+	var epoch uint64
+	if fenced {
+		if epoch, err = takeOver(ctx, o); err != nil {
+			return nil, err
+		}
+	}
 	ss, err := seqstorage.New(seqstorage.Options{
 		Storage: o.Storage, App: o.App, Partition: o.Partition,
 		Reader: reader, Timeout: o.StorageTimeout, MinAccepted: o.MinAccepted,
+		Epoch: epoch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	w, err := plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode})
+	var w *plog.Writer
+	var fw *plog.FencedWriter
+	if fenced {
+		fw, err = plog.NewFencedWriter(plog.FencedWriterOptions{
+			Storage: o.AppStorage, Partition: o.Partition, Epoch: epoch, MaxGroupEvents: o.MaxGroupEvents,
+		})
+	} else {
+		w, err = plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -134,15 +173,67 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err := po.Validate(); err != nil {
 		return nil, err
 	}
-	if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
-		return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
+	if !fenced {
+		if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
+			return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
+		}
 	}
-	p, err := New(po)
+	po.Sequencer.GroupCommit = fenced
+	p, err := start(po)
 	if err != nil {
 		return nil, err
 	}
-	p.ss, p.w = ss, w
+	p.ss, p.w, p.log = ss, w, po.Log.(*plogLog)
+	if fenced {
+		if p.fenced, err = newCommitter(p, fw, epoch, p.seq, o.MaxGroupEvents, po.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
+			p.cleanup()
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// takeOver makes this process the fenced writer of the partition: a new
+// epoch, then the PLog sweep that fences every block the previous owner
+// may still write into (see plog.Sweep). It returns the epoch.
+func takeOver(ctx context.Context, o OpenOptions) (uint64, error) {
+	a := vvmadapter.New(o.Storage, o.App)
+	epoch, err := a.NextEpoch(ctx, o.Partition)
+	if err != nil {
+		return 0, fmt.Errorf("apppart: taking over app %d partition %d: new epoch: %w", o.App, o.Partition, err)
+	}
+	from, _, err := a.GetPLogOffset(ctx, o.Partition)
+	if err != nil {
+		return 0, fmt.Errorf("apppart: taking over app %d partition %d: %w", o.App, o.Partition, err)
+	}
+	blocks, err := plog.Sweep(ctx, o.AppStorage, o.Partition, from, epoch)
+	if err != nil {
+		return 0, fmt.Errorf("apppart: taking over app %d partition %d at epoch %d: fencing the PLog: %w", o.App, o.Partition, epoch, err)
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	logger.Info("apppart: took over partition", "app", o.App, "partition", o.Partition,
+		"epoch", epoch, "stored_next_plog_offset", from, "blocks_fenced", blocks)
+	return epoch, nil
+}
+
+// Epoch returns the partition's ownership epoch in fenced mode, else 0.
+func (p *Partition) Epoch() uint64 {
+	if p.fenced == nil {
+		return 0
+	}
+	return p.fenced.epoch
+}
+
+// GroupStats returns, in fenced mode, the number of group writes that
+// succeeded and the events they carried.
+func (p *Partition) GroupStats() (groups, events int) {
+	if p.fenced == nil {
+		return 0, 0
+	}
+	return p.fenced.groupStats()
 }
 
 // SeqStorage returns the sequencer storage Open built, or nil for a
@@ -172,7 +263,15 @@ func newPLogLog(w *plog.Writer, recordSeqs []isequencer.SeqID, wlogSeq isequence
 }
 
 func (l *plogLog) Append(ctx context.Context, e *Event) error {
-	pe := &l.ev
+	if l.w == nil {
+		return fmt.Errorf("apppart: no event writer (fenced partitions write through their committer)")
+	}
+	l.convert(e, &l.ev)
+	return l.w.Write(ctx, &l.ev)
+}
+
+// convert fills pe from e, reusing pe's slices.
+func (l *plogLog) convert(e *Event, pe *plog.Event) {
 	*pe = plog.Event{
 		Offset: e.Offset, WSID: e.WSID, WSKind: e.WSKind, Payload: e.Payload,
 		Numbers: pe.Numbers[:0], Records: pe.Records[:0],
@@ -192,5 +291,4 @@ func (l *plogLog) Append(ctx context.Context, e *Event) error {
 			pe.WLogOffset, wlogSet = uint64(v.Value), true
 		}
 	}
-	return l.w.Write(ctx, pe)
 }

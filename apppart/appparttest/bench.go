@@ -40,15 +40,33 @@ func nextBenchPart() isequencer.PartitionID {
 // ErrBusy per command.
 func RunFlowBenchmarks(b *testing.B, st storage.Storage) {
 	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2} {
-		b.Run("Flow/"+mode.String()+"/1part", func(b *testing.B) { benchFlow(b, st, mode, 1) })
-		b.Run("Flow/"+mode.String()+"/4parts", func(b *testing.B) { benchFlow(b, st, mode, 4) })
+		b.Run("Flow/"+mode.String()+"/1part", func(b *testing.B) { benchFlow(b, st, mode, 1, 1) })
+		b.Run("Flow/"+mode.String()+"/4parts", func(b *testing.B) { benchFlow(b, st, mode, 4, 1) })
 	}
 	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2} {
 		b.Run("RawPLog/"+mode.String(), func(b *testing.B) { benchRawPLog(b, st, mode) })
 	}
 }
 
-func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts int) {
+// FencingClients is the number of concurrent clients per partition in
+// RunFencingBenchmarks.
+const FencingClients = 16
+
+// RunFencingBenchmarks compares the fenced mode with trust levels 0 and 2
+// under the same load: FencingClients concurrent clients per partition, on
+// one partition and on four. Trust modes write each event on its own under
+// the partition's lock; the fenced mode groups the events of the commands
+// in flight into one conditional batch (events/group reports the mean).
+func RunFencingBenchmarks(b *testing.B, st storage.Storage) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2, plog.ModeFenced} {
+		b.Run("Fencing/"+mode.String()+"/1part", func(b *testing.B) { benchFlow(b, st, mode, 1, FencingClients) })
+		b.Run("Fencing/"+mode.String()+"/4parts", func(b *testing.B) { benchFlow(b, st, mode, 4, FencingClients) })
+	}
+}
+
+// benchFlow runs b.N commands over parts partitions with clients
+// concurrent clients each.
+func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
 	ctx := context.Background()
 	ps := make([]*apppart.Partition, parts)
 	ids := make([]isequencer.PartitionID, parts)
@@ -66,28 +84,31 @@ func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts int) {
 		}
 		ps[i] = p
 	}
-	lat := make([][]time.Duration, parts)
+	workers := parts * clients
+	lat := make([][]time.Duration, workers)
 	var busy atomic.Int64
 	var failed atomic.Value
 	b.ResetTimer()
 	began := time.Now()
 	var wg sync.WaitGroup
-	for i, p := range ps {
-		n := b.N / parts
-		if i < b.N%parts {
+	for i := range workers {
+		p, part := ps[i%parts], ids[i%parts]
+		n := b.N / workers
+		if i < b.N%workers {
 			n++
 		}
 		lat[i] = make([]time.Duration, 0, n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			part := ids[i]
 			cmds := make([]apppart.Command, BenchWorkspaces)
 			for w := range cmds {
 				cmds[w] = Cmd(WS(part, w+1))
 			}
+			// Clients of one partition start at different workspaces.
+			first := (i / parts) * (BenchWorkspaces / clients)
 			for j := range n {
-				cmd := cmds[j%BenchWorkspaces]
+				cmd := cmds[(first+j)%BenchWorkspaces]
 				t0 := time.Now()
 				for {
 					_, err := p.Do(ctx, cmd)
@@ -113,6 +134,16 @@ func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts int) {
 	}
 	report(b, slices.Concat(lat...), elapsed, "cmds/s")
 	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
+	if mode == plog.ModeFenced {
+		groups, events := 0, 0
+		for _, p := range ps {
+			g, e := p.GroupStats()
+			groups, events = groups+g, events+e
+		}
+		if groups > 0 {
+			b.ReportMetric(float64(events)/float64(groups), "events/group")
+		}
+	}
 }
 
 func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {

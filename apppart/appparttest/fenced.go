@@ -1,0 +1,316 @@
+package appparttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Acked is what an owner acknowledged: the event's offset, the command's
+// numbers and its payload.
+type Acked struct {
+	Owner   string
+	Cmd     apppart.Command
+	Result  apppart.Result
+	Payload string
+}
+
+// VerifyPLog reads the partition's PLog from offset 1 to its end and fails
+// unless offsets are contiguous, no number appears in two events for one
+// (WSID, SeqID), and every acknowledged command's event is stored at its
+// offset with its numbers and payload. It returns the number of events.
+func VerifyPLog(t testing.TB, st storage.Storage, part isequencer.PartitionID, acked []Acked) int {
+	t.Helper()
+	r, err := plog.NewReader(st, plog.ReaderOptions{})
+	require.NoError(t, err)
+	seen := map[isequencer.NumberKey]isequencer.PLogOffset{}
+	events := map[isequencer.PLogOffset]plog.Event{}
+	next := isequencer.PLogOffset(1)
+	require.NoError(t, r.ReadEvents(context.Background(), part, 1, func(e *plog.Event) error {
+		if e.Offset != next {
+			return fmt.Errorf("PLog offset %d follows %d", e.Offset, next-1)
+		}
+		next++
+		ev := *e
+		ev.Numbers = append([]plog.SeqNumber(nil), e.Numbers...)
+		ev.Payload = append([]byte(nil), e.Payload...)
+		events[e.Offset] = ev
+		return nil
+	}))
+	// Per (WSID, SeqID), the numbers of the events strictly increase with
+	// the offset: so none appears twice.
+	last := map[isequencer.NumberKey]isequencer.Number{}
+	for o := isequencer.PLogOffset(1); o < next; o++ {
+		e := events[o]
+		for _, n := range e.Numbers {
+			k := isequencer.NumberKey{WSID: e.WSID, SeqID: n.SeqID}
+			require.Greater(t, n.Number, last[k], "PLog offset %d: WSID %d SeqID %d number %d not above %d (offset %d)", o, e.WSID, n.SeqID, n.Number, last[k], seen[k])
+			last[k], seen[k] = n.Number, o
+		}
+	}
+	for _, a := range acked {
+		e, ok := events[a.Result.Offset]
+		require.True(t, ok, "%s's acknowledged event at offset %d is not in the PLog", a.Owner, a.Result.Offset)
+		require.Equal(t, a.Payload, string(e.Payload), "%s's acknowledged event at offset %d was overwritten", a.Owner, a.Result.Offset)
+		require.Equal(t, a.Cmd.WSID, e.WSID, "offset %d", a.Result.Offset)
+		for i, id := range a.Cmd.Seqs {
+			found := false
+			for _, n := range e.Numbers {
+				found = found || (n.SeqID == id && n.Number == a.Result.Numbers[i])
+			}
+			require.True(t, found, "%s's acknowledged number %d (SeqID %d) is not in its event at offset %d", a.Owner, a.Result.Numbers[i], id, a.Result.Offset)
+		}
+	}
+	return int(next - 1)
+}
+
+// owner runs commands on one fenced partition and records what it acked.
+type owner struct {
+	name  string
+	p     *apppart.Partition
+	mu    sync.Mutex
+	acked []Acked
+	seq   int
+}
+
+func (o *owner) do(t testing.TB, ws isequencer.WSID) (apppart.Result, error) {
+	o.mu.Lock()
+	o.seq++
+	payload := fmt.Sprintf("%s-%d", o.name, o.seq)
+	o.mu.Unlock()
+	cmd := Cmd(ws)
+	cmd.Payload = []byte(payload)
+	r, err := Do(t, o.p, cmd)
+	if err == nil {
+		o.mu.Lock()
+		o.acked = append(o.acked, Acked{Owner: o.name, Cmd: cmd, Result: r, Payload: payload})
+		o.mu.Unlock()
+	}
+	return r, err
+}
+
+func openOwner(t testing.TB, name string, o apppart.OpenOptions) *owner {
+	t.Helper()
+	return &owner{name: name, p: Open(t, o)}
+}
+
+// FencedGroupCommit runs concurrent commands on one fenced partition: all
+// succeed, groups carry several events, a reopen continues above every
+// number, and the PLog verifies.
+func FencedGroupCommit(t *testing.T, st storage.Storage, part isequencer.PartitionID, workers, perWorker int) {
+	o := Options(st, part, plog.ModeFenced)
+	a := openOwner(t, "A", o)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWorker {
+				if _, err := a.do(t, WS(part, 1+(w*perWorker+i)%50)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	groups, events := a.p.GroupStats()
+	require.Equal(t, workers*perWorker, events)
+	t.Logf("%d events in %d groups (%.1f per group), epoch %d", events, groups, float64(events)/float64(groups), a.p.Epoch())
+	if workers > 1 {
+		assert.Less(t, groups, events, "concurrent commands share groups")
+	}
+	require.NoError(t, a.p.Close())
+
+	b := openOwner(t, "B", o)
+	assert.Greater(t, b.p.Epoch(), a.p.Epoch())
+	maxes := Maxes{}
+	for _, x := range a.acked {
+		maxes.Add(x.Cmd, x.Result)
+	}
+	for i := range 50 {
+		r, err := b.do(t, WS(part, 1+i))
+		require.NoError(t, err)
+		maxes.RequireAbove(t, b.acked[len(b.acked)-1].Cmd, r)
+	}
+	require.NoError(t, b.p.Close())
+	n := VerifyPLog(t, st, part, append(a.acked, b.acked...))
+	require.Equal(t, workers*perWorker+50, n)
+}
+
+// pause blocks a hook until released, after signalling that it was reached.
+type pause struct {
+	once    sync.Once
+	reached chan struct{}
+	release chan struct{}
+	armed   chan struct{}
+}
+
+// free releases the paused hook (once).
+func (p *pause) free() { p.once.Do(func() { close(p.release) }) }
+
+func newPause() *pause {
+	return &pause{reached: make(chan struct{}), release: make(chan struct{}), armed: make(chan struct{}, 1)}
+}
+
+// arm makes the next hit block.
+func (p *pause) arm() { p.armed <- struct{}{} }
+
+func (p *pause) hit() {
+	select {
+	case <-p.armed:
+		close(p.reached)
+		<-p.release
+	default:
+	}
+}
+
+// FencedTakeover: owner A (its own store from newStore) is paused at the
+// given point while owner B (another store) takes the partition over and
+// writes; then A resumes. Everything A writes after the takeover is
+// refused, no acknowledged event is lost, no number appears in two events.
+// at is "after-lease-check", "before-group-write" or "after-group-write".
+func FencedTakeover(t *testing.T, newStore func(t testing.TB) storage.Storage, part isequencer.PartitionID, at string) {
+	stA, stB := newStore(t), newStore(t)
+	pz := newPause()
+	oa := Options(stA, part, plog.ModeFenced)
+	switch at {
+	case "after-lease-check":
+		oa.Hooks.AfterLeaseCheck = pz.hit
+	case "before-group-write":
+		oa.Hooks.BeforeGroupWrite = func(_, _ isequencer.PLogOffset) { pz.hit() }
+	case "after-group-write":
+		oa.Hooks.AfterGroupWrite = func(_, _ isequencer.PLogOffset) { pz.hit() }
+	default:
+		t.Fatalf("unknown pause point %q", at)
+	}
+	a := openOwner(t, "A", oa)
+	// Cleanups run last-in first-out: a failing test frees the paused
+	// owner before closing it.
+	t.Cleanup(pz.free)
+	for i := range 20 {
+		_, err := a.do(t, WS(part, 1+i%5))
+		require.NoError(t, err)
+	}
+
+	pz.arm()
+	type res struct {
+		r   apppart.Result
+		err error
+	}
+	paused := make(chan res, 1)
+	go func() {
+		r, err := a.do(t, WS(part, 1))
+		paused <- res{r, err}
+	}()
+	select {
+	case <-pz.reached:
+	case r := <-paused:
+		t.Fatalf("A's command ended before its pause point %s: %v", at, r.err)
+	case <-time.After(time.Minute):
+		t.Fatalf("A never reached its pause point %s", at)
+	}
+
+	b := openOwner(t, "B", Options(stB, part, plog.ModeFenced))
+	require.Greater(t, b.p.Epoch(), a.p.Epoch())
+	for i := range 20 {
+		_, err := b.do(t, WS(part, 1+i%5))
+		require.NoError(t, err)
+	}
+	pz.free()
+	got := <-paused
+	switch at {
+	case "after-group-write":
+		// Its event was durable before the takeover: the acknowledgement
+		// is right, and B replayed it.
+		require.NoError(t, got.err)
+	default:
+		require.Error(t, got.err, "a write after the takeover must be refused")
+		require.True(t, errors.Is(got.err, plog.ErrFenced) || errors.Is(got.err, apppart.ErrNotLeader),
+			"refused as fenced: %v", got.err)
+	}
+	// A is stopped (or, after-group-write, stops at its next write).
+	_, err := a.do(t, WS(part, 2))
+	require.Error(t, err)
+	require.True(t, errors.Is(err, plog.ErrFenced) || errors.Is(err, apppart.ErrStopped), "%v", err)
+
+	for i := range 20 {
+		_, err := b.do(t, WS(part, 1+i%5))
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.p.Close())
+	require.NoError(t, b.p.Close())
+	// Let A's sequencer state (written at epoch 1) meet B's: reopen and
+	// check that numbers continue above everything acknowledged.
+	c := openOwner(t, "C", Options(stB, part, plog.ModeFenced))
+	maxes := Maxes{}
+	for _, x := range append(a.acked, b.acked...) {
+		maxes.Add(x.Cmd, x.Result)
+	}
+	for i := range 5 {
+		r, err := c.do(t, WS(part, 1+i))
+		require.NoError(t, err)
+		maxes.RequireAbove(t, c.acked[len(c.acked)-1].Cmd, r)
+	}
+	require.NoError(t, c.p.Close())
+	VerifyPLog(t, stB, part, append(append(a.acked, b.acked...), c.acked...))
+}
+
+// FencedHandOver moves ownership between two stores ten times; the
+// deposed owner keeps trying to write after each hand-over.
+func FencedHandOver(t *testing.T, newStore func(t testing.TB) storage.Storage, part isequencer.PartitionID) {
+	stores := []storage.Storage{newStore(t), newStore(t)}
+	var acked []Acked
+	var prev *owner
+	for round := range 10 {
+		cur := openOwner(t, fmt.Sprintf("owner%d", round), Options(stores[round%2], part, plog.ModeFenced))
+		for i := range 10 {
+			_, err := cur.do(t, WS(part, 1+i%3))
+			require.NoError(t, err, "round %d", round)
+		}
+		if prev != nil {
+			_, err := prev.do(t, WS(part, 1))
+			require.Error(t, err, "round %d: the deposed owner must be refused", round)
+			require.NoError(t, prev.p.Close())
+		}
+		acked = append(acked, cur.acked...)
+		prev = cur
+	}
+	require.NoError(t, prev.p.Close())
+	require.Equal(t, 100, VerifyPLog(t, stores[0], part, acked))
+}
+
+// FencedLeaseExpired: once the local lease deadline has passed, Do
+// refuses with ErrNotLeader before taking any number.
+func FencedLeaseExpired(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
+	o := Options(st, part, plog.ModeFenced)
+	var mu sync.Mutex
+	deadline := time.Now().Add(time.Hour)
+	o.LeaseDeadline = func() time.Time { mu.Lock(); defer mu.Unlock(); return deadline }
+	a := openOwner(t, "A", o)
+	_, err := a.do(t, WS(part, 1))
+	require.NoError(t, err)
+	mu.Lock()
+	deadline = time.Now().Add(-time.Millisecond)
+	mu.Unlock()
+	_, err = a.do(t, WS(part, 1))
+	require.ErrorIs(t, err, apppart.ErrNotLeader)
+	require.NoError(t, a.p.Close())
+	require.Equal(t, 1, VerifyPLog(t, st, part, a.acked))
+}

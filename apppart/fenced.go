@@ -1,0 +1,311 @@
+package apppart
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+)
+
+// committer writes the events of a fenced partition in groups: one
+// conditional batch per group (plog.FencedWriter), then Durable on the
+// sequencer, then the commands' acknowledgements. It owns one goroutine,
+// started by Open and stopped (cancelled first, then waited for) by Close.
+//
+// It is the only caller of the sequencer's Actualize in fenced mode, and
+// calls it only while no group write is in flight (isequencer.IGroupCommit's
+// contract).
+type committer struct {
+	p        *Partition
+	w        *plog.FencedWriter
+	epoch    uint64
+	durable  isequencer.IGroupCommit
+	maxGroup int
+	timeout  time.Duration
+	deadline func() time.Time // the lease's local deadline; nil: none
+	hooks    Hooks
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu struct {
+		sync.Mutex
+		queue  []*pending
+		closed bool
+	}
+	signal chan struct{}
+
+	// groups and grouped count written groups and their events, for
+	// tests and the bench.
+	stats struct {
+		sync.Mutex
+		groups, events int
+	}
+}
+
+// Hooks are called at the points of the fenced command flow where a pause
+// is most dangerous. They exist for tests (which pause an owner there while
+// another takes over); nil funcs are skipped. Production code leaves them
+// nil.
+type Hooks struct {
+	// AfterLeaseCheck runs in Do right after the lease check passed,
+	// under the partition's lock.
+	AfterLeaseCheck func()
+	// BeforeGroupWrite runs in the committer before a group write.
+	BeforeGroupWrite func(first, last isequencer.PLogOffset)
+	// AfterGroupWrite runs in the committer after a group write succeeded,
+	// before Durable and the acknowledgements.
+	AfterGroupWrite func(first, last isequencer.PLogOffset)
+}
+
+// pending is one command waiting for its group.
+type pending struct {
+	ev   plog.Event
+	err  error
+	done chan struct{}
+}
+
+func newCommitter(p *Partition, w *plog.FencedWriter, epoch uint64, seq isequencer.ISequencer, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) (*committer, error) {
+	d, ok := seq.(isequencer.IGroupCommit)
+	if !ok {
+		return nil, fmt.Errorf("%w: the sequencer does not implement IGroupCommit", ErrInvalidOptions)
+	}
+	c := &committer{p: p, w: w, epoch: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
+		done: make(chan struct{}), signal: make(chan struct{}, 1)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.run()
+	return c, nil
+}
+
+// leaseExpired reports whether the local lease deadline has passed.
+func (c *committer) leaseExpired() bool {
+	if c.deadline == nil {
+		return false
+	}
+	d := c.deadline()
+	return d.IsZero() || !time.Now().Before(d)
+}
+
+// enqueue hands a flushed transaction's event to the committer. Called
+// under the partition's lock, so events arrive in offset order.
+func (c *committer) enqueue(x *pending) error {
+	c.mu.Lock()
+	if c.mu.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.mu.queue = append(c.mu.queue, x)
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// close stops the goroutine and fails what is still queued with ErrClosed.
+func (c *committer) close() {
+	c.mu.Lock()
+	c.mu.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	<-c.done
+	c.mu.Lock()
+	q := c.mu.queue
+	c.mu.queue = nil
+	c.mu.Unlock()
+	for _, x := range q {
+		x.finish(ErrClosed)
+	}
+}
+
+func (x *pending) finish(err error) {
+	x.err = err
+	close(x.done)
+}
+
+func (c *committer) run() {
+	defer close(c.done)
+	for {
+		group := c.take()
+		if group == nil {
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-c.signal:
+			}
+			continue
+		}
+		c.write(group)
+	}
+}
+
+// take removes the next group from the queue: consecutive events of one
+// PLog block, at most maxGroup of them.
+func (c *committer) take() []*pending {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.mu.queue
+	if len(q) == 0 {
+		return nil
+	}
+	block := q[0].ev.Offset / plog.EventsPerPartition
+	n := 1
+	for n < len(q) && n < c.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block {
+		n++
+	}
+	group := q[:n:n]
+	c.mu.queue = q[n:]
+	if len(c.mu.queue) == 0 {
+		c.mu.queue = nil
+	}
+	return group
+}
+
+func (c *committer) write(group []*pending) {
+	events := make([]*plog.Event, len(group))
+	for i, x := range group {
+		events[i] = &x.ev
+	}
+	first, last := group[0].ev.Offset, group[len(group)-1].ev.Offset
+	if c.hooks.BeforeGroupWrite != nil {
+		c.hooks.BeforeGroupWrite(first, last)
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+	err := c.w.WriteGroup(ctx, events)
+	cancel()
+	if err == nil && c.hooks.AfterGroupWrite != nil {
+		c.hooks.AfterGroupWrite(first, last)
+	}
+	if err == nil {
+		c.durable.Durable(group[len(group)-1].ev.Offset + 1)
+		c.stats.Lock()
+		c.stats.groups++
+		c.stats.events += len(group)
+		c.stats.Unlock()
+		for _, x := range group {
+			x.finish(nil)
+		}
+		return
+	}
+	c.fail(group, err)
+}
+
+// fail reports a failed group to its commands and to every command queued
+// after it (their offsets follow the failed ones), stops the partition on a
+// fence or conflict, and actualizes: the replay decides which events are
+// durable.
+func (c *committer) fail(group []*pending, err error) {
+	first, last := group[0].ev.Offset, group[len(group)-1].ev.Offset
+	p := c.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var werr error
+	switch {
+	case errors.Is(err, plog.ErrFenced), errors.Is(err, plog.ErrConflict):
+		if p.stopped == nil {
+			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
+		}
+		p.o.Logger.Error("apppart: fenced group write refused, partition stopped",
+			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
+		werr = fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, p.stopped)
+	default:
+		p.o.Logger.Warn("apppart: group write failed, actualizing",
+			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "events", len(group), "err", err)
+		werr = fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, err)
+	}
+	c.mu.Lock()
+	rest := c.mu.queue
+	c.mu.queue = nil
+	c.mu.Unlock()
+	for _, x := range group {
+		x.finish(werr)
+	}
+	for _, x := range rest {
+		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, werr))
+	}
+	// No command is between Start and enqueue (they hold p.mu) and no
+	// group is in flight (this goroutine writes them): Actualize is safe.
+	if !p.closed {
+		p.seq.Actualize()
+	}
+}
+
+// groupStats returns the number of groups written and their events.
+func (c *committer) groupStats() (groups, events int) {
+	c.stats.Lock()
+	defer c.stats.Unlock()
+	return c.stats.groups, c.stats.events
+}
+
+// doFenced is Do for a fenced partition: the command takes its numbers
+// under the partition's lock, queues its event and waits for its group.
+func (p *Partition) doFenced(ctx context.Context, cmd Command) (Result, error) {
+	c := p.fenced
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return Result{}, ErrClosed
+	}
+	if p.stopped != nil {
+		err := p.stopped
+		p.mu.Unlock()
+		return Result{}, err
+	}
+	if c.leaseExpired() {
+		p.mu.Unlock()
+		return Result{}, ErrNotLeader
+	}
+	if c.hooks.AfterLeaseCheck != nil {
+		c.hooks.AfterLeaseCheck()
+	}
+	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
+	if !ok {
+		p.mu.Unlock()
+		return Result{}, ErrBusy
+	}
+	x := &pending{done: make(chan struct{})}
+	var numbers []isequencer.SeqValue
+	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
+	var nextErr error
+	for _, id := range cmd.Seqs {
+		n, err := p.seq.Next(id)
+		if err != nil {
+			// The numbers taken so far still go into an event (without the
+			// payload), so that no offset is left empty and the replay
+			// sees every number issued.
+			nextErr = fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
+			break
+		}
+		nums = append(nums, n)
+		numbers = append(numbers, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: cmd.WSID, SeqID: id}, Value: n})
+	}
+	payload := cmd.Payload
+	if nextErr != nil {
+		payload = nil
+	}
+	p.log.convert(&Event{Offset: off, WSKind: cmd.WSKind, WSID: cmd.WSID, Numbers: numbers, Payload: payload}, &x.ev)
+	p.seq.Flush()
+	err := c.enqueue(x)
+	p.mu.Unlock()
+	if err != nil {
+		return Result{}, err
+	}
+	select {
+	case <-x.done:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("apppart: waiting for the event at PLog offset %d (it may still be stored): %w", off, ctx.Err())
+	}
+	if nextErr != nil {
+		return Result{}, nextErr
+	}
+	if x.err != nil {
+		return Result{}, x.err
+	}
+	return Result{Offset: off, Numbers: nums}, nil
+}
