@@ -1,0 +1,42 @@
+package fencing
+
+import (
+	"testing"
+
+	"github.com/cqlseq/cqlseq/apppart/appparttest"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// The partitions of the apppart-level fenced scenarios: above plogtest's.
+const appPartBase isequencer.PartitionID = 5000
+
+func newStore(t testing.TB) storage.Storage { return open(t) }
+
+// TestFencedGroupCommitCQL: concurrent commands share conditional batches
+// on the real cluster; a reopen continues above every number.
+func TestFencedGroupCommitCQL(t *testing.T) {
+	appparttest.FencedGroupCommit(t, open(t), appPartBase, 8, 40)
+}
+
+// TestFencedTakeoverCQL: two owners on separate sessions; the first is
+// paused at each dangerous point while the second takes over.
+func TestFencedTakeoverCQL(t *testing.T) {
+	for i, at := range []string{"after-lease-check", "before-group-write", "after-group-write"} {
+		t.Run(at, func(t *testing.T) {
+			appparttest.FencedTakeover(t, newStore, appPartBase+1+isequencer.PartitionID(i), at)
+		})
+	}
+}
+
+// TestFencedHandOverCQL: ownership moves between two sessions ten times.
+func TestFencedHandOverCQL(t *testing.T) {
+	appparttest.FencedHandOver(t, newStore, appPartBase+10)
+}
+
+// BenchmarkFencingCQL: fenced mode against trust levels 0 and 2 under the
+// same load (appparttest.FencingClients clients per partition).
+func BenchmarkFencingCQL(b *testing.B) {
+	appparttest.SetBenchPartitionBase(appPartBase + 100)
+	appparttest.RunFencingBenchmarks(b, open(b))
+}
