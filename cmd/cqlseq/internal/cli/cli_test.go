@@ -321,3 +321,24 @@ func TestMetricsEndpoint(t *testing.T) {
 	_, err := http.Get(addr)
 	assert.Error(t, err, "the server is stopped")
 }
+
+// TestBenchFencedVerifies: the fenced mode, with its baseline, and verify
+// and inspect on what it wrote (numbers in per-epoch cells).
+func TestBenchFencedVerifies(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, "bench", "--dir", dir, "--no-sync", "--duration", "500ms", "--partitions", "2", "--workspaces", "100",
+		"--concurrency", "4", "--mode", "fenced", "--baseline")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "mode fenced")
+	assert.Contains(t, r.stdout, "ratio")
+	// A second run takes the partitions over (a new epoch) and continues.
+	r = runCLI(t, "bench", "--dir", dir, "--no-sync", "--duration", "300ms", "--partitions", "2", "--workspaces", "100",
+		"--concurrency", "4", "--mode", "fenced")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+
+	v := runCLI(t, "verify", "--dir", dir, "--partition", "0", "--partition", "1")
+	require.Equal(t, ExitOK, v.code, "stdout:\n%s\nstderr:\n%s", v.stdout, v.stderr)
+	in := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--ws", "2", "--limit", "1")
+	require.Equal(t, ExitOK, in.code, "stdout:\n%s\nstderr:\n%s", in.stdout, in.stderr)
+	assert.Contains(t, in.stdout, "epoch 2")
+}

@@ -139,20 +139,26 @@ func printEpoch(ctx context.Context, w io.Writer, st storage.Storage, app iseque
 	return nil
 }
 
-// printNumbers prints every SeqID stored for workspace ws (one partition
-// read).
+// printNumbers prints every number cell stored for workspace ws (one
+// partition read): the seed's cells (SeqID) and the fenced mode's per-epoch
+// cells (SeqID@epoch); the sequencer uses the largest per SeqID.
 func printNumbers(ctx context.Context, w io.Writer, st storage.Storage, app isequencer.ClusterAppID, ws isequencer.WSID) error {
 	var parts []string
 	err := st.Read(ctx, vvmadapter.WSKey(app, ws), nil, nil, func(cCols, value []byte) error {
-		if len(cCols) != 2 {
-			return fmt.Errorf("workspace %d: clustering key %x is not a 2-byte SeqID", ws, cCols)
+		var name string
+		switch len(cCols) {
+		case 2:
+			name = fmt.Sprintf("SeqID %d", binary.BigEndian.Uint16(cCols))
+		case 10:
+			name = fmt.Sprintf("SeqID %d@epoch %d", binary.BigEndian.Uint16(cCols), binary.BigEndian.Uint64(cCols[2:]))
+		default:
+			return fmt.Errorf("workspace %d: clustering key %x is neither a SeqID nor a SeqID and epoch", ws, cCols)
 		}
-		id := binary.BigEndian.Uint16(cCols)
-		v, err := vvmadapter.DecodeU64(value, fmt.Sprintf("WSID %d SeqID %d", ws, id))
+		v, err := vvmadapter.DecodeU64(value, fmt.Sprintf("WSID %d %s", ws, name))
 		if err != nil {
 			return err
 		}
-		parts = append(parts, fmt.Sprintf("SeqID %d = %d", id, v))
+		parts = append(parts, fmt.Sprintf("%s = %d", name, v))
 		return nil
 	})
 	if err != nil {

@@ -299,11 +299,40 @@ func baselineBase(now time.Time) isequencer.PLogOffset {
 // runBaseline writes events with plog.Writer alone (no sequencer): the
 // same event shape and mode as runCommands, to PLog partitions
 // baselinePartitionBase+p, at offsets from base.
+// baselineWriter returns the raw PLog write of one event in mode. In the
+// fenced mode it is one conditional batch per event (a group of one), under
+// a fence of a fresh epoch (time-based, so later runs on one store fence
+// off earlier ones), serialised per partition as the fenced writer is.
+func baselineWriter(ctx context.Context, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, base isequencer.PLogOffset) (func(context.Context, *plog.Event) error, error) {
+	if mode != plog.ModeFenced {
+		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: mode})
+		if err != nil {
+			return nil, err
+		}
+		return w.Write, nil
+	}
+	epoch := uint64(time.Now().UnixMicro())
+	if _, err := plog.Sweep(ctx, st, part, base, epoch); err != nil {
+		return nil, err
+	}
+	fw, err := plog.NewFencedWriter(plog.FencedWriterOptions{Storage: st, Partition: part, Epoch: epoch})
+	if err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	return func(ctx context.Context, e *plog.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return fw.WriteGroup(ctx, []*plog.Event{e})
+	}, nil
+}
+
 func runBaseline(ctx context.Context, st storage.Storage, mode plog.Mode, base isequencer.PLogOffset, c loadConfig) (loadResult, error) {
-	writers := make([]*plog.Writer, c.partitions)
+	writers := make([]func(context.Context, *plog.Event) error, c.partitions)
 	next := make([]atomic.Uint64, c.partitions)
 	for p := range writers {
-		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: isequencer.PartitionID(baselinePartitionBase + p), Mode: mode})
+		part := isequencer.PartitionID(baselinePartitionBase + p)
+		w, err := baselineWriter(ctx, st, part, mode, base)
 		if err != nil {
 			return loadResult{}, fmt.Errorf("baseline: %w", err)
 		}
@@ -325,7 +354,7 @@ func runBaseline(ctx context.Context, st storage.Storage, mode plog.Mode, base i
 			e.Numbers[0] = plog.SeqNumber{SeqID: seqRecords, Number: isequencer.Number(off)}
 			e.Numbers[1] = plog.SeqNumber{SeqID: seqWLog, Number: isequencer.Number(off)}
 			e.Records[0] = plog.RecordID(off)
-			err := writers[p].Write(ctx, &e)
+			err := writers[p](ctx, &e)
 			switch {
 			case err == nil:
 				r.lat.record(time.Since(began))

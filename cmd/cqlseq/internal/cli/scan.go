@@ -183,7 +183,7 @@ func checkStored(ctx context.Context, ad *vvmadapter.Adapter, keys map[isequence
 	err := forEachBounded(ctx, len(wss), scanReadWorkers, func(ctx context.Context, i int) error {
 		ids := byWS[wss[i]]
 		stored[i] = make([]isequencer.Number, len(ids))
-		return ad.GetNumbers(ctx, wss[i], ids, stored[i])
+		return ad.GetNumbersMax(ctx, wss[i], ids, stored[i]) // seed and per-epoch (fenced) cells, as the sequencer reads them
 	})
 	if err != nil {
 		return err
