@@ -73,20 +73,7 @@ func (s *sequencer) flush() bool {
 	rec := s.mu.recovered
 	s.mu.Unlock()
 
-	if !s.write(rec, tail, over, offset) {
-		return s.ctx.Err() == nil
-	}
-	s.head = tail
-	s.ringHead.Store(tail)
-	s.mu.Lock()
-	s.mu.overflowTaken = nil
-	if len(rec) > 0 {
-		s.mu.recovered = nil
-		s.hasRecovered.Store(false)
-	}
-	s.mu.Unlock()
-	n := s.overflowN.Add(-int64(len(over)))
-	s.m.Unflushed(int(n + int64(s.ringTail.Load()-tail)))
+	s.write(rec, tail, over, offset)
 	return s.ctx.Err() == nil
 }
 
@@ -122,26 +109,17 @@ func (s *sequencer) flushGroup() bool {
 	s.mu.Unlock()
 	offset = max(offset, s.writtenOffset)
 
-	if !s.write(rec, pos, over, offset) {
-		return s.ctx.Err() == nil
+	if s.write(rec, pos, over, offset) {
+		s.mhead, s.claim = mh, claim
+		s.markHead.Store(mh)
 	}
-	s.head, s.mhead, s.claim = pos, mh, claim
-	s.ringHead.Store(pos)
-	s.markHead.Store(mh)
-	s.mu.Lock()
-	s.mu.overflowTaken = nil
-	if len(rec) > 0 {
-		s.mu.recovered = nil
-		s.hasRecovered.Store(false)
-	}
-	s.mu.Unlock()
-	n := s.overflowN.Add(-int64(len(over)))
-	s.m.Unflushed(int(n + int64(s.ringTail.Load()-pos)))
 	return s.ctx.Err() == nil
 }
 
-// write writes rec, ring[head:to] and over with next offset, retrying. It
-// returns false if ctx is done or an actualization was requested.
+// write writes rec, ring[head:to] and over with next offset, retrying, and
+// then releases what it wrote: the ring up to to, the overflow values taken
+// and the actualization result. It returns false, releasing nothing, if ctx
+// is done or an actualization was requested.
 func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
 	batch := s.collect(rec, to, over)
 	ok := s.retry(opWriteValues, func() error {
@@ -159,6 +137,17 @@ func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, 
 		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.writtenOffset, offset))
 	}
 	s.writtenOffset = max(s.writtenOffset, offset)
+	s.head = to
+	s.ringHead.Store(to)
+	s.mu.Lock()
+	s.mu.overflowTaken = nil
+	if len(rec) > 0 {
+		s.mu.recovered = nil
+		s.hasRecovered.Store(false)
+	}
+	s.mu.Unlock()
+	n := s.overflowN.Add(-int64(len(over)))
+	s.m.Unflushed(int(n + int64(s.ringTail.Load()-to)))
 	return true
 }
 
