@@ -24,7 +24,7 @@ const (
 	DefaultNumConns       = 2
 	DefaultBatchRows      = 100
 	DefaultBatchBytes     = 32 << 10
-	DefaultWriteWorkers   = 8
+	DefaultWriteWorkers   = 32
 )
 
 // validName is what keyspace and table names must match; CQL cannot bind
@@ -90,7 +90,8 @@ type Options struct {
 	BatchRows  int
 	BatchBytes int
 	// WriteWorkers bounds the partitions PutBatch writes concurrently.
-	// Default 8.
+	// Default 32 (a sequencer flush writes one partition per workspace:
+	// 500 workspaces took 58 ms with 8, 18 ms with 32 on one local node).
 	WriteWorkers int
 
 	// Logger receives the driver's messages and unknown LWT outcomes.
