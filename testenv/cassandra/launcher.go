@@ -4,7 +4,8 @@
 // writes a fresh run directory (cassandra.yaml, logback.xml, data) with free
 // loopback ports and starts CassandraDaemon on Java 17 in its own process
 // group, waits until a CQL query succeeds, and Stop ends exactly that process
-// and removes its run directory.
+// and removes its run directory. Restart crashes a running instance
+// (SIGKILL) and starts it again on the same directory, ports and data.
 package cassandra
 
 import (
@@ -45,6 +46,13 @@ type Options struct {
 	Heap string
 	// StartTimeout bounds the wait for the first CQL answer. Default 180 s.
 	StartTimeout time.Duration
+	// CommitLogSync is cassandra.yaml's commitlog_sync: CommitLogPeriodic
+	// (the default: writes are acknowledged before their commit log entry
+	// is marked, so a crash may lose the last ones) or CommitLogBatch
+	// (acknowledged only once marked in the commit log: a process crash
+	// loses no acknowledged write; tests that crash the node need it).
+	// Neither fsyncs: the JVM runs with cassandra.skip_sync.
+	CommitLogSync string
 	// Log receives progress lines. Default: discarded.
 	Log func(format string, args ...any)
 }
@@ -72,9 +80,46 @@ func (o *Options) EnsureDefaults() {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 180 * time.Second
 	}
+	if o.CommitLogSync == "" {
+		o.CommitLogSync = CommitLogPeriodic
+	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
+}
+
+// Options.CommitLogSync values.
+const (
+	CommitLogPeriodic = "periodic"
+	CommitLogBatch    = "batch"
+)
+
+// ErrInvalidOptions reports an invalid Options field.
+var ErrInvalidOptions = errors.New("cassandra: invalid options")
+
+// Validate reports every invalid field at once; each error wraps
+// ErrInvalidOptions. Call it after EnsureDefaults.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(f string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+f, append([]any{ErrInvalidOptions}, a...)...))
+	}
+	if o.Version == "" {
+		bad("Version is empty")
+	}
+	if o.Java == "" {
+		bad("Java is empty")
+	}
+	if o.Heap == "" {
+		bad("Heap is empty")
+	}
+	if o.StartTimeout <= 0 {
+		bad("StartTimeout %v is not positive", o.StartTimeout)
+	}
+	if o.CommitLogSync != CommitLogPeriodic && o.CommitLogSync != CommitLogBatch {
+		bad("CommitLogSync %q, want %q or %q", o.CommitLogSync, CommitLogPeriodic, CommitLogBatch)
+	}
+	return errors.Join(errs...)
 }
 
 func defaultCacheDir() string {
@@ -231,6 +276,9 @@ type Instance struct {
 // with the tail of the server's log.
 func Start(ctx context.Context, o Options) (*Instance, error) {
 	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if err := CheckTools(o); err != nil {
 		return nil, err
 	}
@@ -264,21 +312,35 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 			return nil, fmt.Errorf("cassandra: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort, o.CommitLogSync)), 0o644); err != nil {
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "logback.xml"), []byte(logbackXML), 0o644); err != nil {
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
+	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version}
+	if err := launch(ctx, o, lib, inst); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// launch starts CassandraDaemon on the configuration in inst.Dir and waits
+// until CQL answers on inst.Host; then it sets inst's PID, ReleaseInfo and
+// StartupTime. On failure the process it started has ended and inst is
+// unchanged.
+func launch(ctx context.Context, o Options, lib string, inst *Instance) error {
+	dir := inst.Dir
 	jamm, err := findJar(lib, "jamm-")
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
+		return fmt.Errorf("cassandra: %w", err)
 	}
 	raiseNoFile()
 
-	logFile, err := os.Create(filepath.Join(dir, "logs", "stdout.log"))
+	// Appended to: a restart's output follows the crashed run's.
+	logFile, err := os.OpenFile(filepath.Join(dir, "logs", "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
+		return fmt.Errorf("cassandra: %w", err)
 	}
 	defer logFile.Close()
 	args := jvmArgs(o, lib, jamm, dir)
@@ -289,12 +351,12 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("cassandra: starting %s: %w", o.Java, err)
+		return fmt.Errorf("cassandra: starting %s: %w", o.Java, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	inst := &Instance{PID: cmd.Process.Pid, Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version}
-	o.Log("started Cassandra %s pid %d in %s, waiting for CQL on %s", o.Version, inst.PID, dir, inst.Host)
+	pid := cmd.Process.Pid
+	o.Log("started Cassandra %s pid %d in %s, waiting for CQL on %s", o.Version, pid, dir, inst.Host)
 
 	waitCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
@@ -302,18 +364,19 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 	defer tick.Stop()
 	for {
 		if rel, err := probe(inst.Host); err == nil {
+			inst.PID = pid
 			inst.ReleaseInfo = rel
 			inst.StartupTime = time.Since(began)
 			// The child keeps running after this process exits; the
 			// goroutine waiting on it is abandoned only then.
-			return inst, nil
+			return nil
 		}
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("cassandra: the JVM exited before CQL answered (%v); log tail:\n%s", err, LogTail(dir, 60))
+			return fmt.Errorf("cassandra: the JVM exited before CQL answered (%v); log tail:\n%s", err, LogTail(dir, 60))
 		case <-waitCtx.Done():
-			_ = killGroup(inst.PID, 10*time.Second)
-			return nil, fmt.Errorf("cassandra: no CQL answer on %s within %v; log tail:\n%s", inst.Host, o.StartTimeout, LogTail(dir, 60))
+			_ = killGroup(pid, 10*time.Second)
+			return fmt.Errorf("cassandra: no CQL answer on %s within %v (%w); log tail:\n%s", inst.Host, o.StartTimeout, waitCtx.Err(), LogTail(dir, 60))
 		case <-tick.C:
 		}
 	}
@@ -326,11 +389,17 @@ func probe(host string) (string, error) {
 	c.DisableInitialHostLookup = true
 	c.ProtoVersion = 4
 	c.Logger = nopLogger{}
-	s, err := c.CreateSession()
+	// CreateSession does not close a session whose initialisation failed,
+	// leaking its goroutines (scylladb/gocql#966); the non-blocking
+	// constructor hands the session over, so it is always closed.
+	s, err := gocql.NewSessionNonBlocking(*c)
 	if err != nil {
 		return "", err
 	}
 	defer s.Close()
+	if err := s.WaitUntilReady(); err != nil {
+		return "", err
+	}
 	var rel string
 	if err := s.Query("SELECT release_version FROM system.local").Scan(&rel); err != nil {
 		return "", err
@@ -378,15 +447,18 @@ func jvmArgs(o Options, lib, jamm, dir string) []string {
 	return append(a, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
 }
 
-func cassandraYAML(dir string, nativePort, storagePort int) string {
+func cassandraYAML(dir string, nativePort, storagePort int, commitLogSync string) string {
+	// Cassandra refuses a sync period in batch mode.
+	sync := "commitlog_sync: batch\n"
+	if commitLogSync != CommitLogBatch {
+		sync = "commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n"
+	}
 	return fmt.Sprintf(`cluster_name: cqlseq-test
 num_tokens: 1
 initial_token: 0
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: SimpleSnitch
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
-commitlog_directory: %[1]s/commitlog
+%[4]scommitlog_directory: %[1]s/commitlog
 data_file_directories:
   - %[1]s/data
 saved_caches_directory: %[1]s/saved_caches
@@ -407,7 +479,7 @@ read_request_timeout: 5000ms
 cas_contention_timeout: 3000ms
 authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
-`, dir, nativePort, storagePort)
+`, dir, nativePort, storagePort, sync)
 }
 
 const logbackXML = `<configuration scan="false">

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -19,11 +20,14 @@ func TestCheckToolsNamesMissingJava(t *testing.T) {
 }
 
 func TestConfigUsesGivenPortsAndDirs(t *testing.T) {
-	y := cassandraYAML("/run/x", 19042, 17000)
-	for _, want := range []string{"native_transport_port: 19042", "storage_port: 17000", `seeds: "127.0.0.1:17000"`,
+	y := cassandraYAML("/run/x", 19042, 17000, CommitLogPeriodic)
+	for _, want := range []string{"commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n", "native_transport_port: 19042", "storage_port: 17000", `seeds: "127.0.0.1:17000"`,
 		"- /run/x/data", "commitlog_directory: /run/x/commitlog", "cas_contention_timeout: 3000ms", "auto_snapshot: false"} {
 		require.Contains(t, y, want)
 	}
+	y = cassandraYAML("/run/x", 19042, 17000, CommitLogBatch)
+	require.Contains(t, y, "commitlog_sync: batch\n")
+	require.NotContains(t, y, "commitlog_sync_period", "Cassandra refuses a period in batch mode")
 	args := strings.Join(jvmArgs(Options{Heap: "1g"}, "/lib", "/lib/jamm-0.4.0.jar", "/run/x"), " ")
 	for _, want := range []string{"-Xmx1g", "-javaagent:/lib/jamm-0.4.0.jar", "-Dcassandra.config=file:///run/x/cassandra.yaml",
 		"--add-opens java.base/sun.nio.ch=ALL-UNNAMED", "--add-exports java.base/jdk.internal.misc=ALL-UNNAMED",
@@ -52,5 +56,19 @@ func TestParseJavaMajor(t *testing.T) {
 		}
 		require.NoError(t, err, tt.out)
 		require.Equal(t, tt.want, n, tt.out)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	var o Options
+	o.EnsureDefaults()
+	require.NoError(t, o.Validate())
+	require.Equal(t, CommitLogPeriodic, o.CommitLogSync)
+
+	o = Options{Version: "", Java: "", Heap: "", StartTimeout: -time.Second, CommitLogSync: "group"}
+	err := o.Validate()
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	for _, want := range []string{"Version", "Java", "Heap", "StartTimeout", `CommitLogSync "group"`} {
+		require.Contains(t, err.Error(), want)
 	}
 }

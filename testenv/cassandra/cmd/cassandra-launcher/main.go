@@ -4,6 +4,7 @@
 //	cassandra-launcher fetch
 //	cassandra-launcher up   -state FILE   # prints host:port on stdout
 //	cassandra-launcher down -state FILE
+//	cassandra-launcher restart -state FILE -down 8s   # crash (SIGKILL), wait, start again
 //	cassandra-launcher check              # reports missing tools
 package main
 
@@ -30,7 +31,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: cassandra-launcher fetch|up|down|check [flags]")
+		return fmt.Errorf("usage: cassandra-launcher fetch|up|down|restart|check [flags]")
 	}
 	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var o cassandra.Options
@@ -40,6 +41,8 @@ func run(args []string) error {
 	flags.StringVar(&o.RunDir, "rundir", "", "parent of the run directory (default the system temp dir)")
 	flags.StringVar(&o.Heap, "heap", "1g", "JVM heap size")
 	flags.DurationVar(&o.StartTimeout, "timeout", 180*time.Second, "how long to wait for the first CQL answer")
+	flags.StringVar(&o.CommitLogSync, "commitlog", cassandra.CommitLogPeriodic, "commitlog_sync: periodic, or batch (a crash loses no acknowledged write)")
+	down := flags.Duration("down", 0, "restart: how long the node stays down after the crash")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -75,6 +78,20 @@ func run(args []string) error {
 			inst.Version, inst.ReleaseInfo, inst.Host, inst.StartupTime.Seconds(), time.Since(began).Seconds())
 		fmt.Println(inst.Host)
 		return nil
+	case "restart":
+		inst, err := cassandra.ReadState(*state)
+		if err != nil {
+			return err
+		}
+		o.Version = inst.Version
+		if err := cassandra.Restart(ctx, inst, o, *down); err != nil {
+			return err
+		}
+		if err := cassandra.WriteState(*state, inst); err != nil {
+			return err
+		}
+		o.Log("Cassandra answered CQL on %s again (pid %d), %.1f s after JVM start", inst.Host, inst.PID, inst.StartupTime.Seconds())
+		return nil
 	case "down":
 		inst, err := cassandra.ReadState(*state)
 		if err != nil {
@@ -91,5 +108,5 @@ func run(args []string) error {
 		o.Log("stopped pid %d (peak RSS %.0f MiB), removed %s", inst.PID, float64(rss)/1024, inst.Dir)
 		return os.Remove(*state)
 	}
-	return fmt.Errorf("unknown command %q (fetch|up|down|check)", args[0])
+	return fmt.Errorf("unknown command %q (fetch|up|down|restart|check)", args[0])
 }
