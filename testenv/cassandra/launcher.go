@@ -46,13 +46,15 @@ type Options struct {
 	Heap string
 	// StartTimeout bounds the wait for the first CQL answer. Default 180 s.
 	StartTimeout time.Duration
-	// CommitLogSync is cassandra.yaml's commitlog_sync: CommitLogPeriodic
-	// (the default: writes are acknowledged before their commit log entry
-	// is marked, so a crash may lose the last ones) or CommitLogBatch
-	// (acknowledged only once marked in the commit log: a process crash
-	// loses no acknowledged write; tests that crash the node need it).
-	// Neither fsyncs: the JVM runs with cassandra.skip_sync.
-	CommitLogSync string
+	// CrashSafe makes a crash of the process (SIGKILL, see Restart) lose
+	// no acknowledged write and no schema change: the commit log runs in
+	// batch mode (a write is acknowledged once its entry is marked in the
+	// commit log) and schema changes are flushed (no
+	// cassandra.unsafesystem). Default false: periodic commit log (a
+	// crash may lose the last writes) and unflushed system tables (a crash
+	// may lose recent keyspaces and tables), faster DDL. Neither mode
+	// fsyncs (cassandra.skip_sync): an OS crash may lose anything.
+	CrashSafe bool
 	// Log receives progress lines. Default: discarded.
 	Log func(format string, args ...any)
 }
@@ -80,19 +82,10 @@ func (o *Options) EnsureDefaults() {
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 180 * time.Second
 	}
-	if o.CommitLogSync == "" {
-		o.CommitLogSync = CommitLogPeriodic
-	}
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
 }
-
-// Options.CommitLogSync values.
-const (
-	CommitLogPeriodic = "periodic"
-	CommitLogBatch    = "batch"
-)
 
 // ErrInvalidOptions reports an invalid Options field.
 var ErrInvalidOptions = errors.New("cassandra: invalid options")
@@ -115,9 +108,6 @@ func (o *Options) Validate() error {
 	}
 	if o.StartTimeout <= 0 {
 		bad("StartTimeout %v is not positive", o.StartTimeout)
-	}
-	if o.CommitLogSync != CommitLogPeriodic && o.CommitLogSync != CommitLogBatch {
-		bad("CommitLogSync %q, want %q or %q", o.CommitLogSync, CommitLogPeriodic, CommitLogBatch)
 	}
 	return errors.Join(errs...)
 }
@@ -269,6 +259,7 @@ type Instance struct {
 	Version     string        `json:"version"`
 	ReleaseInfo string        `json:"release_version"` // system.local release_version
 	StartupTime time.Duration `json:"startup_ns"`      // from exec to the first CQL answer
+	CrashSafe   bool          `json:"crash_safe"`      // Options.CrashSafe at Start
 }
 
 // Start starts Cassandra in a fresh run directory and returns when a CQL
@@ -312,13 +303,13 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 			return nil, fmt.Errorf("cassandra: %w", err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort, o.CommitLogSync)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort, o.CrashSafe)), 0o644); err != nil {
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "logback.xml"), []byte(logbackXML), 0o644); err != nil {
 		return nil, fmt.Errorf("cassandra: %w", err)
 	}
-	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version}
+	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
 	if err := launch(ctx, o, lib, inst); err != nil {
 		return nil, err
 	}
@@ -429,9 +420,11 @@ func jvmArgs(o Options, lib, jamm, dir string) []string {
 		"-Dcassandra.ring_delay_ms=1000",
 		"-Dcassandra.superuser_setup_delay_ms=0",
 		"-Dcassandra.skip_sync=true",
-		"-Dcassandra.unsafesystem=true",
 		"-Djava.io.tmpdir=" + filepath.Join(dir, "tmp"),
 		"-Djna.tmpdir=" + filepath.Join(dir, "tmp"),
+	}
+	if !o.CrashSafe {
+		a = append(a, "-Dcassandra.unsafesystem=true")
 	}
 	for _, x := range []string{"java.base/jdk.internal.misc", "java.management.rmi/com.sun.jmx.remote.internal.rmi",
 		"java.management/com.sun.jmx.remote.security", "java.rmi/sun.rmi.registry", "java.rmi/sun.rmi.server",
@@ -447,10 +440,10 @@ func jvmArgs(o Options, lib, jamm, dir string) []string {
 	return append(a, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
 }
 
-func cassandraYAML(dir string, nativePort, storagePort int, commitLogSync string) string {
+func cassandraYAML(dir string, nativePort, storagePort int, crashSafe bool) string {
 	// Cassandra refuses a sync period in batch mode.
 	sync := "commitlog_sync: batch\n"
-	if commitLogSync != CommitLogBatch {
+	if !crashSafe {
 		sync = "commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n"
 	}
 	return fmt.Sprintf(`cluster_name: cqlseq-test

@@ -20,12 +20,12 @@ func TestCheckToolsNamesMissingJava(t *testing.T) {
 }
 
 func TestConfigUsesGivenPortsAndDirs(t *testing.T) {
-	y := cassandraYAML("/run/x", 19042, 17000, CommitLogPeriodic)
+	y := cassandraYAML("/run/x", 19042, 17000, false)
 	for _, want := range []string{"commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n", "native_transport_port: 19042", "storage_port: 17000", `seeds: "127.0.0.1:17000"`,
 		"- /run/x/data", "commitlog_directory: /run/x/commitlog", "cas_contention_timeout: 3000ms", "auto_snapshot: false"} {
 		require.Contains(t, y, want)
 	}
-	y = cassandraYAML("/run/x", 19042, 17000, CommitLogBatch)
+	y = cassandraYAML("/run/x", 19042, 17000, true)
 	require.Contains(t, y, "commitlog_sync: batch\n")
 	require.NotContains(t, y, "commitlog_sync_period", "Cassandra refuses a period in batch mode")
 	args := strings.Join(jvmArgs(Options{Heap: "1g"}, "/lib", "/lib/jamm-0.4.0.jar", "/run/x"), " ")
@@ -36,6 +36,10 @@ func TestConfigUsesGivenPortsAndDirs(t *testing.T) {
 	}
 	require.NotContains(t, args, "cassandra.jmx", "JMX stays off")
 	require.NotContains(t, args, "jmxremote", "JMX stays off")
+	require.Contains(t, args, "-Dcassandra.unsafesystem=true", "schema changes unflushed by default")
+	safe := strings.Join(jvmArgs(Options{Heap: "1g", CrashSafe: true}, "/lib", "/lib/jamm-0.4.0.jar", "/run/x"), " ")
+	require.NotContains(t, safe, "unsafesystem", "a crash-safe node flushes its schema changes")
+	require.Contains(t, safe, "-Dcassandra.skip_sync=true")
 }
 
 func TestParseJavaMajor(t *testing.T) {
@@ -63,12 +67,11 @@ func TestOptionsValidate(t *testing.T) {
 	var o Options
 	o.EnsureDefaults()
 	require.NoError(t, o.Validate())
-	require.Equal(t, CommitLogPeriodic, o.CommitLogSync)
 
-	o = Options{Version: "", Java: "", Heap: "", StartTimeout: -time.Second, CommitLogSync: "group"}
+	o = Options{Version: "", Java: "", Heap: "", StartTimeout: -time.Second}
 	err := o.Validate()
 	require.ErrorIs(t, err, ErrInvalidOptions)
-	for _, want := range []string{"Version", "Java", "Heap", "StartTimeout", `CommitLogSync "group"`} {
+	for _, want := range []string{"Version", "Java", "Heap", "StartTimeout"} {
 		require.Contains(t, err.Error(), want)
 	}
 }

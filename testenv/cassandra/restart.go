@@ -24,16 +24,20 @@ var ErrInvalidInstance = errors.New("cassandra: invalid instance")
 // waits down, and starts CassandraDaemon again in inst.Dir with the same
 // cassandra.yaml (ports, commit log, data), waiting for CQL as Start does.
 // On success inst's PID, ReleaseInfo and StartupTime describe the new
-// process. o must name the Version inst runs; the other fields are used as
+// process. o must name the Version inst runs; its CrashSafe is ignored (the
+// instance keeps the mode it was started in), the other fields are used as
 // by Start.
 //
-// Restart checks inst, o and the tools before it kills anything. Whether
-// the writes acknowledged before the crash survive depends on
-// Options.CommitLogSync at Start (CommitLogBatch: all of them). If the
+// Restart checks inst, o and the tools before it kills anything. What the
+// node still holds after the crash depends on inst.CrashSafe (true: every
+// acknowledged write and schema change). If the
 // start fails, the node stays down and inst keeps the old, ended PID; Stop
 // still removes its directory.
 func Restart(ctx context.Context, inst *Instance, o Options, down time.Duration) error {
 	o.EnsureDefaults()
+	if inst != nil {
+		o.CrashSafe = inst.CrashSafe
+	}
 	ports, err := checkRestart(inst, o, down)
 	if err != nil {
 		return err

@@ -50,8 +50,8 @@ func fakeInstance(t *testing.T) *Instance {
 	ports, err := freePorts(2)
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "logs"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, ports[0], ports[1], CommitLogBatch)), 0o644))
-	return &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), Version: DefaultVersion}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, ports[0], ports[1], true)), 0o644))
+	return &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), Version: DefaultVersion, CrashSafe: true}
 }
 
 func TestRestartRefusesBadArguments(t *testing.T) {
@@ -95,9 +95,9 @@ func TestRestartRefusesBadArguments(t *testing.T) {
 			}
 		})
 	}
-	err := Restart(context.Background(), good, Options{Java: o.Java, CacheDir: o.CacheDir, CommitLogSync: "never"}, 0)
+	err := Restart(context.Background(), good, Options{Java: o.Java, CacheDir: o.CacheDir, StartTimeout: -time.Second}, 0)
 	require.ErrorIs(t, err, ErrInvalidOptions)
-	require.Contains(t, err.Error(), `CommitLogSync "never"`)
+	require.Contains(t, err.Error(), "StartTimeout -1s is not positive")
 }
 
 // TestRestartCrashesAndRelaunches: a process posing as the instance's
@@ -183,7 +183,7 @@ func TestRestartReportsPortInUse(t *testing.T) {
 func TestConfiguredPorts(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "cassandra.yaml")
-	require.NoError(t, os.WriteFile(p, []byte(cassandraYAML(dir, 19042, 17000, CommitLogPeriodic)), 0o644))
+	require.NoError(t, os.WriteFile(p, []byte(cassandraYAML(dir, 19042, 17000, false)), 0o644))
 	n, s, err := configuredPorts(p)
 	require.NoError(t, err)
 	require.Equal(t, 19042, n)

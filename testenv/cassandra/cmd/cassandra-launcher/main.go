@@ -41,7 +41,7 @@ func run(args []string) error {
 	flags.StringVar(&o.RunDir, "rundir", "", "parent of the run directory (default the system temp dir)")
 	flags.StringVar(&o.Heap, "heap", "1g", "JVM heap size")
 	flags.DurationVar(&o.StartTimeout, "timeout", 180*time.Second, "how long to wait for the first CQL answer")
-	flags.StringVar(&o.CommitLogSync, "commitlog", cassandra.CommitLogPeriodic, "commitlog_sync: periodic, or batch (a crash loses no acknowledged write)")
+	flags.BoolVar(&o.CrashSafe, "crash-safe", false, "up: a crash (restart) loses no acknowledged write and no schema change")
 	down := flags.Duration("down", 0, "restart: how long the node stays down after the crash")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
