@@ -1,0 +1,307 @@
+package orchestration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/apppart/appparttest"
+	"github.com/cqlseq/cqlseq/elections"
+	"github.com/cqlseq/cqlseq/elections/electionstest"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/orchestration"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+const (
+	numPartitions = 4
+	waitLimit     = 30 * time.Second
+	// pause is a command loop's pace after a failed call (a partition
+	// busy actualizing): it keeps the loop from spinning.
+	pause = 5 * time.Millisecond
+)
+
+// partitionsService is a Service that opens the fenced partitions of its
+// Assignment under the slot's lease and runs commands on each until its
+// context is cancelled, recording the acknowledged ones.
+type partitionsService struct {
+	name    string
+	st      storage.Storage
+	started chan orchestration.Assignment // receives the assignment once all partitions are open
+	stopped chan time.Time                // receives when run returns
+	mu      struct {
+		sync.Mutex
+		acked   map[isequencer.PartitionID][]appparttest.Acked
+		epochs  map[isequencer.PartitionID]uint64
+		total   int
+		began   time.Time // when run was called
+		waiters []ackWaiter
+		errs    []error // unexpected command errors
+	}
+}
+
+type ackWaiter struct {
+	n  int
+	ch chan struct{}
+}
+
+func newPartitionsService(name string, st storage.Storage) *partitionsService {
+	s := &partitionsService{name: name, st: st, started: make(chan orchestration.Assignment, 1), stopped: make(chan time.Time, 1)}
+	s.mu.acked = map[isequencer.PartitionID][]appparttest.Acked{}
+	s.mu.epochs = map[isequencer.PartitionID]uint64{}
+	return s
+}
+
+func (s *partitionsService) service() orchestration.Service {
+	return orchestration.Service{Name: s.name, Run: s.run}
+}
+
+// run opens the partitions, runs one command loop per partition until ctx
+// is cancelled, waits for the loops and closes the partitions.
+func (s *partitionsService) run(ctx context.Context, a orchestration.Assignment) error {
+	s.mu.Lock()
+	s.mu.began = time.Now()
+	s.mu.Unlock()
+	parts := make([]*apppart.Partition, 0, len(a.Partitions))
+	defer func() {
+		for _, p := range parts {
+			_ = p.Close()
+		}
+		s.stopped <- time.Now()
+	}()
+	for _, id := range a.Partitions {
+		o := appparttest.Options(s.st, id, plog.ModeFenced)
+		o.LeaseDeadline = a.Leadership.Deadline
+		p, err := apppart.Open(ctx, o)
+		if err != nil {
+			return fmt.Errorf("%s: opening partition %d: %w", s.name, id, err)
+		}
+		parts = append(parts, p)
+		s.mu.Lock()
+		s.mu.epochs[id] = p.Epoch()
+		s.mu.Unlock()
+	}
+	s.started <- a
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.loop(ctx, a.Partitions[i], p)
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func (s *partitionsService) loop(ctx context.Context, id isequencer.PartitionID, p *apppart.Partition) {
+	for i := 1; ctx.Err() == nil; i++ {
+		cmd := appparttest.Cmd(appparttest.WS(id, 1+i%5))
+		payload := fmt.Sprintf("%s-p%d-%d", s.name, id, i)
+		cmd.Payload = []byte(payload)
+		r, err := p.Do(ctx, cmd)
+		switch {
+		case err == nil:
+			s.ack(id, appparttest.Acked{Owner: s.name, Cmd: cmd, Result: r, Payload: payload})
+			continue
+		case ctx.Err() != nil:
+			return
+		case !errors.Is(err, apppart.ErrBusy):
+			s.mu.Lock()
+			s.mu.errs = append(s.mu.errs, fmt.Errorf("partition %d: %w", id, err))
+			s.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (s *partitionsService) ack(id isequencer.PartitionID, a appparttest.Acked) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.acked[id] = append(s.mu.acked[id], a)
+	s.mu.total++
+	kept := s.mu.waiters[:0]
+	for _, w := range s.mu.waiters {
+		if s.mu.total >= w.n {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	s.mu.waiters = kept
+}
+
+// acks returns a channel closed once n more commands than now have been
+// acknowledged.
+func (s *partitionsService) acks(n int) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := make(chan struct{})
+	s.mu.waiters = append(s.mu.waiters, ackWaiter{n: s.mu.total + n, ch: ch})
+	return ch
+}
+
+// startedAt returns when run was called.
+func (s *partitionsService) startedAt() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.began
+}
+
+// result returns copies of what the service recorded.
+func (s *partitionsService) result() (map[isequencer.PartitionID][]appparttest.Acked, map[isequencer.PartitionID]uint64, []error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	acked := map[isequencer.PartitionID][]appparttest.Acked{}
+	for k, v := range s.mu.acked {
+		acked[k] = append([]appparttest.Acked(nil), v...)
+	}
+	epochs := map[isequencer.PartitionID]uint64{}
+	for k, v := range s.mu.epochs {
+		epochs[k] = v
+	}
+	return acked, epochs, append([]error(nil), s.mu.errs...)
+}
+
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		t.Fatalf("no %s within %v", what, waitLimit)
+	}
+	panic("unreachable")
+}
+
+// hostConfig is a one-slot host owning partitions 0..3, with a 3 s lease
+// (1.5 s skew, as integration/elections) on st; events receive its
+// leadership events.
+func hostConfig(st storage.Storage, ip byte, svc orchestration.Service, events chan<- elections.Event) orchestration.Config {
+	return orchestration.Config{
+		Storage:            st,
+		NumVVM:             1,
+		NumPartitions:      numPartitions,
+		IP:                 net.IPv4(10, 0, 1, ip),
+		LeadershipDuration: 3 * time.Second,
+		Skew:               1500 * time.Millisecond,
+		AcquisitionTimeout: 30 * time.Second,
+		AcquisitionRetry:   200 * time.Millisecond,
+		Services:           []orchestration.Service{svc},
+		KillThreshold:      -1,
+		Logger:             appparttest.Quiet(),
+		OnEvent: func(ev elections.Event) {
+			select {
+			case events <- ev:
+			default:
+			}
+		},
+	}
+}
+
+func launch(t *testing.T, c orchestration.Config) (*orchestration.Host, <-chan context.Context) {
+	t.Helper()
+	h, err := orchestration.New(c)
+	require.NoError(t, err)
+	problems := make(chan context.Context, 1)
+	go func() { problems <- h.Launch() }()
+	return h, problems
+}
+
+// waitRenewals waits for n renewals reported on events.
+func waitRenewals(t *testing.T, events <-chan elections.Event, n int) {
+	t.Helper()
+	for n > 0 {
+		if recv(t, events, "renewal").Kind == elections.EventRenewed {
+			n--
+		}
+	}
+}
+
+// TestFencedPartitionsHandOver: host 1 takes the only slot and its service
+// runs commands on the four fenced partitions; host 2 waits, running
+// nothing, for a lease and more. Host 1 shuts down (or loses its lease:
+// its renewals fail); host 2 takes the slot with a greater epoch, takes
+// every partition over (greater partition epochs) and continues. Each
+// partition's PLog holds every acknowledged event of both hosts, no number
+// twice.
+func TestFencedPartitionsHandOver(t *testing.T) {
+	t.Run("shutdown", func(t *testing.T) { handOver(t, false) })
+	t.Run("loss", func(t *testing.T) { handOver(t, true) })
+}
+
+func handOver(t *testing.T, loss bool) {
+	st1, st2 := open(t), open(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// Host 1's leases go through faulty; its partitions through st1.
+	faulty := electionstest.NewFaulty(st1)
+	svc1, svc2 := newPartitionsService("host1", st1), newPartitionsService("host2", st2)
+	ev1, ev2 := make(chan elections.Event, 256), make(chan elections.Event, 256)
+
+	h1, p1 := launch(t, hostConfig(faulty, 1, svc1.service(), ev1))
+	problem1 := recv(t, p1, "host 1 launch")
+	require.NoError(t, problem1.Err())
+	a1 := recv(t, svc1.started, "host 1 service")
+	require.Equal(t, uint32(1), a1.Slot)
+	require.Equal(t, []isequencer.PartitionID{0, 1, 2, 3}, a1.Partitions)
+
+	h2, p2 := launch(t, hostConfig(st2, 2, svc2.service(), ev2))
+	recv(t, svc1.acks(200), "200 commands acknowledged by host 1")
+	waitRenewals(t, ev1, 6) // host 1 keeps the slot for a lease and more
+	select {
+	case a := <-svc2.started:
+		t.Fatalf("host 2 runs its service (epoch %d) while host 1 holds the slot", a.Epoch)
+	default:
+	}
+
+	if loss {
+		faulty.Set(electionstest.OpCompareAndSwap, electionstest.Fault{Err: storage.ErrUnavailable})
+		recv(t, problem1.Done(), "host 1 problem")
+		require.ErrorIs(t, context.Cause(problem1), orchestration.ErrLeadershipLost)
+	} else {
+		require.NoError(t, h1.Shutdown())
+		require.NoError(t, problem1.Err(), "a clean shutdown is no problem")
+	}
+	stop1 := recv(t, svc1.stopped, "host 1 service stop")
+	problem2 := recv(t, p2, "host 2 launch")
+	require.NoError(t, problem2.Err())
+	a2 := recv(t, svc2.started, "host 2 service")
+	assert.Equal(t, a1.Slot, a2.Slot)
+	assert.Greater(t, a2.Epoch, a1.Epoch)
+	assert.Equal(t, a1.Partitions, a2.Partitions)
+	recv(t, svc2.acks(200), "200 commands acknowledged by host 2")
+	require.NoError(t, h2.Shutdown())
+	require.NoError(t, problem2.Err())
+	if loss {
+		require.ErrorIs(t, h1.Shutdown(), orchestration.ErrLeadershipLost)
+	}
+
+	acked1, epochs1, errs1 := svc1.result()
+	acked2, epochs2, errs2 := svc2.result()
+	require.Empty(t, errs1, "host 1's commands failed")
+	require.Empty(t, errs2, "host 2's commands failed")
+	for _, id := range a1.Partitions {
+		require.NotEmpty(t, acked1[id], "host 1 wrote to partition %d", id)
+		require.NotEmpty(t, acked2[id], "host 2 wrote to partition %d", id)
+		require.Greater(t, epochs2[id], epochs1[id], "partition %d taken over", id)
+		n := appparttest.VerifyPLog(t, st2, id, append(acked1[id], acked2[id]...))
+		t.Logf("partition %d: %d events; host 1 acknowledged %d at epoch %d, host 2 %d at epoch %d",
+			id, n, len(acked1[id]), epochs1[id], len(acked2[id]), epochs2[id])
+	}
+	t.Logf("slot %d: host 1 epoch %d, host 2 epoch %d; host 1's service stopped %v before host 2's began",
+		a1.Slot, a1.Epoch, a2.Epoch, svc2.startedAt().Sub(stop1).Round(time.Millisecond))
+	require.True(t, stop1.Before(svc2.startedAt()), "host 1's service stopped before host 2's started")
+}
