@@ -4,10 +4,8 @@
 package fencing
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/storage/cql"
@@ -17,20 +15,4 @@ func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
 
 // open opens a Store (its own session) on the run's keyspace, closed at
 // cleanup. Tests sharing the keyspace use partitions of their own.
-func open(tb testing.TB) *cql.Store {
-	tb.Helper()
-	hosts := itest.Hosts()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := cql.Open(ctx, cql.Options{
-		Hosts:                    hosts,
-		Keyspace:                 itest.Keyspace(),
-		DisableInitialHostLookup: len(hosts) == 1,
-		Timeout:                  10 * time.Second,
-	})
-	if err != nil {
-		tb.Fatalf("cql.Open: %v", err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	return st
-}
+func open(tb testing.TB) *cql.Store { return itest.OpenStore(tb) }

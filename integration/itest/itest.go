@@ -35,6 +35,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/modules/scylladb"
 
+	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
@@ -241,4 +242,29 @@ func UniqueName(prefix string) string {
 // Replication returns the replication map of a test keyspace.
 func Replication() string {
 	return "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+}
+
+// OpenStore opens a storage/cql Store with a session of its own on the
+// run's keyspace, closed at the test's cleanup. tune, if given, adjusts the
+// options first.
+func OpenStore(tb testing.TB, tune ...func(*cql.Options)) *cql.Store {
+	tb.Helper()
+	hosts := Hosts()
+	o := cql.Options{
+		Hosts:                    hosts,
+		Keyspace:                 Keyspace(),
+		DisableInitialHostLookup: len(hosts) == 1,
+		Timeout:                  10 * time.Second,
+	}
+	for _, f := range tune {
+		f(&o)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := cql.Open(ctx, o)
+	if err != nil {
+		tb.Fatalf("cql.Open on %v: %v", hosts, err)
+	}
+	tb.Cleanup(func() { _ = st.Close() })
+	return st
 }

@@ -5,10 +5,8 @@
 package seqflow
 
 import (
-	"context"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/storage/cql"
@@ -19,20 +17,4 @@ func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
 // open opens a Store on the run's keyspace, closed at cleanup. Tests that
 // share it use partitions of their own (appparttest derives workspaces
 // from the partition).
-func open(tb testing.TB) *cql.Store {
-	tb.Helper()
-	hosts := itest.Hosts()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := cql.Open(ctx, cql.Options{
-		Hosts:                    hosts,
-		Keyspace:                 itest.Keyspace(),
-		DisableInitialHostLookup: len(hosts) == 1,
-		Timeout:                  10 * time.Second,
-	})
-	if err != nil {
-		tb.Fatalf("cql.Open: %v", err)
-	}
-	tb.Cleanup(func() { _ = st.Close() })
-	return st
-}
+func open(tb testing.TB) *cql.Store { return itest.OpenStore(tb) }
