@@ -19,7 +19,7 @@ CQLSH_VER    ?= 6.2.2
 STATICCHECK_VER ?= v0.8.2
 LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
-IT_FLAGS     ?= -count=1 -timeout 30m
+IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 
 .PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
@@ -40,7 +40,8 @@ test-unit:
 
 # test-integration runs the integration module against CQLSEQ_CQL_HOSTS when
 # set; otherwise it starts a Cassandra, runs the tests with it, and stops it
-# whatever the outcome (trap on EXIT, also on Ctrl-C).
+# whatever the outcome (trap on EXIT, also on Ctrl-C). Packages run one at a
+# time (-p 1): several use real-time leases, and one starts a private node.
 test-integration: $(LAUNCHER) cqlsh-venv
 	@set -euo pipefail; \
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
