@@ -272,8 +272,8 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 		recs = appendRecordRows(recs, e)
 	}
 	w.mu.recs = recs
-	if err := w.o.Storage.PutBatch(ctx, recs); err != nil {
-		return fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records: %w", part, first, last, len(recs), err)
+	if err := putRecords(ctx, w.o.Storage, recs); err != nil {
+		return fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records (retried): %w", part, first, last, len(recs), err)
 	}
 	return nil
 }

@@ -157,21 +157,32 @@ func TestFencedStorageErrors(t *testing.T) {
 	require.NoError(t, w.WriteGroup(ctx, plogtest.Group(1, 4, 2)), "the fence holds the writer's epoch: write under it")
 	assert.Equal(t, plogtest.Span(1, 1, 5), plogtest.ReadLog(t, inner, 1, 1))
 
-	// Records fail after the events are stored.
-	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail, Times: 1}))
-	err = w.WriteGroup(ctx, plogtest.Group(1, 6, 1))
+	// Records fail after the events are stored: a transient failure is
+	// retried, the records are written.
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail, Times: 2}))
+	require.NoError(t, w.WriteGroup(ctx, plogtest.Group(1, 6, 1)))
+	_, ok, err := inner.Get(ctx, plog.RecordPKey(1, 6), plog.RecordCCols(6))
+	require.NoError(t, err)
+	assert.True(t, ok, "the record of offset 6 is written after two failed Puts")
+	// A failure that outlasts the retries is reported (the events are
+	// stored), and does not stop the writer.
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail}))
+	err = w.WriteGroup(ctx, plogtest.Group(1, 7, 1))
 	require.ErrorIs(t, err, storage.ErrUnavailable)
 	assert.Contains(t, err.Error(), "the events are stored")
+	assert.Contains(t, err.Error(), "(retried)")
 	require.NoError(t, w.Stopped())
+	st.Clear()
+	assert.Equal(t, plogtest.Span(1, 1, 7), plogtest.ReadLog(t, inner, 1, 1))
 
 	// The fence re-read fails after a refused batch: not sticky either.
-	require.NoError(t, inner.Put(ctx, plog.EventPKey(1, 7), plog.EventCCols(7), []byte{1}))
+	require.NoError(t, inner.Put(ctx, plog.EventPKey(1, 8), plog.EventCCols(8), []byte{1}))
 	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpGet}, Action: faulty.Fail, Times: 1}))
-	err = w.WriteGroup(ctx, plogtest.Group(1, 7, 1))
+	err = w.WriteGroup(ctx, plogtest.Group(1, 8, 1))
 	require.ErrorIs(t, err, storage.ErrUnavailable)
 	assert.Contains(t, err.Error(), "not applied")
 	require.NoError(t, w.Stopped())
-	require.ErrorIs(t, w.WriteGroup(ctx, plogtest.Group(1, 7, 1)), plog.ErrConflict)
+	require.ErrorIs(t, w.WriteGroup(ctx, plogtest.Group(1, 8, 1)), plog.ErrConflict)
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -127,8 +127,8 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 	rows := appendRecordRows(w.mu.rows[:0], e)
 	w.mu.rows = rows
 	if w.o.Mode == ModeTrust1 {
-		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
-			return fmt.Errorf("plog: partition %d offset %d: writing %d records: %w", part, e.Offset, len(rows), err)
+		if err := putRecords(ctx, w.o.Storage, rows); err != nil {
+			return fmt.Errorf("plog: partition %d offset %d: the event is stored; writing its %d records (retried): %w", part, e.Offset, len(rows), err)
 		}
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 )
 
 func newWriter(t *testing.T, st storage.Storage, mode Mode) *Writer {
@@ -175,4 +176,30 @@ func TestNewWriterValidates(t *testing.T) {
 	w := newWriter(t, newMem(t), ModeTrust1)
 	assert.Equal(t, ModeTrust1, w.Mode())
 	assert.Equal(t, isequencer.PartitionID(4), w.Partition())
+}
+
+// TestTrust1RecordsRetried: trust 1 writes records with Put after the event
+// is stored; a transient failure is retried (the Put is idempotent), one
+// that outlasts the retries is reported with the event stored.
+func TestTrust1RecordsRetried(t *testing.T) {
+	inner := newMem(t)
+	st, err := faulty.New(inner, faulty.Options{})
+	require.NoError(t, err)
+	w := newWriter(t, st, ModeTrust1)
+	ctx := context.Background()
+
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail, Times: 2}))
+	require.NoError(t, w.Write(ctx, testEvent(1, 100)))
+	_, ok := getRow(t, inner, RecordPKey(5, 100), RecordCCols(100))
+	assert.True(t, ok, "the record is written after two failed Puts")
+	assert.Equal(t, uint64(2), st.Injected())
+
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail}))
+	err = w.Write(ctx, testEvent(2, 200))
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), "the event is stored")
+	assert.Equal(t, uint64(2+recordPutAttempts), st.Injected(), "bounded retries")
+	_, ok = getRow(t, inner, EventPKey(4, 2), EventCCols(2))
+	assert.True(t, ok)
+	require.NoError(t, w.Stopped())
 }
