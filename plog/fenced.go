@@ -272,7 +272,7 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 		recs = appendRecordRows(recs, e)
 	}
 	w.mu.recs = recs
-	if err := putRecords(ctx, w.o.Storage, recs); err != nil {
+	if err := putIdempotent(ctx, w.o.Storage, recs); err != nil {
 		return fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records (retried): %w", part, first, last, len(recs), err)
 	}
 	return nil

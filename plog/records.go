@@ -7,22 +7,23 @@ import (
 	"github.com/cqlseq/cqlseq/storage"
 )
 
-// Retries of record Puts that follow durable events: the Put is idempotent
-// (the same rows again), and giving up leaves the events without their
-// records, so a transient failure is retried a few times within ctx.
+// Retries of the record Puts that follow durable events (fenced, trust1):
+// the same rows again are idempotent, while giving up leaves the events
+// without their records; so a transient failure is retried a few times
+// within ctx.
 const (
-	recordPutAttempts   = 5
-	recordPutFirstDelay = 10 * time.Millisecond
+	putAttempts   = 5
+	putFirstDelay = 10 * time.Millisecond
 )
 
-// putRecords writes record rows whose events are already durable with
-// PutBatch, retrying failures (at most recordPutAttempts calls, backing off
-// from recordPutFirstDelay) while ctx allows. It returns the last error.
-func putRecords(ctx context.Context, st storage.Storage, rows []storage.Row) error {
-	delay := recordPutFirstDelay
+// putIdempotent writes rows with PutBatch, retrying failures (at most
+// putAttempts calls, backing off from putFirstDelay) while ctx allows. It
+// returns the last error.
+func putIdempotent(ctx context.Context, st storage.Storage, rows []storage.Row) error {
+	delay := putFirstDelay
 	var err error
 	for attempt := 1; ; attempt++ {
-		if err = st.PutBatch(ctx, rows); err == nil || attempt == recordPutAttempts || ctx.Err() != nil {
+		if err = st.PutBatch(ctx, rows); err == nil || attempt == putAttempts || ctx.Err() != nil {
 			return err
 		}
 		t := time.NewTimer(delay)

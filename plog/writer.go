@@ -108,6 +108,9 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 		rows := append(w.mu.rows[:0], storage.Row{PKey: pKey, CCols: cCols, Value: w.mu.buf})
 		rows = appendRecordRows(rows, e)
 		w.mu.rows = rows
+		// Not retried: the caller learns of the failure and actualizes, so
+		// that the replay decides; the event may be stored without (some
+		// of) its records, which trust level 2 does not guard against.
 		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
 			return fmt.Errorf("plog: partition %d offset %d: writing the event and %d records: %w", part, e.Offset, len(e.Records), err)
 		}
@@ -127,7 +130,7 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 	rows := appendRecordRows(w.mu.rows[:0], e)
 	w.mu.rows = rows
 	if w.o.Mode == ModeTrust1 {
-		if err := putRecords(ctx, w.o.Storage, rows); err != nil {
+		if err := putIdempotent(ctx, w.o.Storage, rows); err != nil {
 			return fmt.Errorf("plog: partition %d offset %d: the event is stored; writing its %d records (retried): %w", part, e.Offset, len(rows), err)
 		}
 		return nil

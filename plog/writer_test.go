@@ -198,7 +198,7 @@ func TestTrust1RecordsRetried(t *testing.T) {
 	err = w.Write(ctx, testEvent(2, 200))
 	require.ErrorIs(t, err, storage.ErrUnavailable)
 	assert.Contains(t, err.Error(), "the event is stored")
-	assert.Equal(t, uint64(2+recordPutAttempts), st.Injected(), "bounded retries")
+	assert.Equal(t, uint64(2+putAttempts), st.Injected(), "bounded retries")
 	_, ok = getRow(t, inner, EventPKey(4, 2), EventCCols(2))
 	assert.True(t, ok)
 	require.NoError(t, w.Stopped())
