@@ -17,7 +17,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -27,14 +26,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
-
-// checkLeaks registers a goroutine leak check that runs after every other
-// cleanup of t (cleanups run last-registered first). The harness's own
-// goroutines (its session to the cluster) were there before.
-func checkLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
 
 // build builds cmd/cqlseq of this checkout into a temporary directory.
 func build(t *testing.T) string {
@@ -96,7 +87,7 @@ func args(parts ...[]string) []string {
 }
 
 func TestMigrate(t *testing.T) {
-	checkLeaks(t)
+	itest.NoLeaks(t)
 	bin := build(t)
 	s := itest.Session(t)
 	ks := itest.UniqueName("cqlseq_cli_")
@@ -160,7 +151,7 @@ type phase struct {
 }
 
 func TestBenchInspectVerify(t *testing.T) {
-	checkLeaks(t)
+	itest.NoLeaks(t)
 	bin := build(t)
 	ks := itest.Keyspace()
 	const app = "7"
@@ -218,7 +209,7 @@ func TestBenchInspectVerify(t *testing.T) {
 }
 
 func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
-	checkLeaks(t)
+	itest.NoLeaks(t)
 	bin := build(t)
 	ks := itest.Keyspace()
 	func() {

@@ -6,20 +6,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog/plogtest"
 	"github.com/cqlseq/cqlseq/seqstorage"
 	"github.com/cqlseq/cqlseq/storage/cql"
 )
-
-// noLeaks checks at the end of t, after every cleanup registered later
-// (the Stores' Close among them), that t left no goroutine behind.
-func noLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
 
 // nextPart hands out partition IDs: each test (and each -count
 // repetition, which reuses the run's keyspace) gets fresh partitions.
@@ -42,39 +35,39 @@ func part() isequencer.PartitionID { return parts(1)[0] }
 const raceRounds = 5
 
 func TestBlockBoundary(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	plogtest.BlockBoundary(t, open(t), part())
 }
 
 func TestGroupCaps(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	plogtest.GroupCaps(t, open(t), part())
 }
 
 func TestSecondOwner(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	plogtest.SecondOwner(t, open(t), part())
 }
 
 func TestPlantedConflict(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	plogtest.PlantedConflict(t, open(t), part())
 }
 
 func TestRecordsAfterEvents(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	plogtest.RecordsAfterEvents(t, open(t), part())
 }
 
 func TestFenceNotReadAsEvent(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	plogtest.FenceNotReadAsEvent(t, open(t), part())
 }
 
 // TestRaceFreshBlock: two writers and a sweep, each on its own session,
 // race for a fresh partition's first block.
 func TestRaceFreshBlock(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	a, b, s := open(t), open(t), open(t)
 	for _, p := range parts(raceRounds) {
 		plogtest.RaceFreshBlock(t, a, b, s, p)
@@ -84,7 +77,7 @@ func TestRaceFreshBlock(t *testing.T) {
 // TestRaceTakeover: owner A writes on its session while B takes over on
 // another.
 func TestRaceTakeover(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	a, b := open(t), open(t)
 	for _, p := range parts(raceRounds) {
 		plogtest.RaceTakeover(t, a, b, p, 10)
@@ -94,7 +87,7 @@ func TestRaceTakeover(t *testing.T) {
 // TestLateNumbersCannotLower: on the cluster, a deposed owner's late flush
 // of smaller numbers does not lower what the next owner reads.
 func TestLateNumbersCannotLower(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	stA, stB := open(t), open(t)
 	p := part()
 	newStorage := func(st *cql.Store, epoch uint64) *seqstorage.Storage {

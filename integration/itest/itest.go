@@ -35,6 +35,8 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/modules/scylladb"
 
+	"go.uber.org/goleak"
+
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
@@ -267,4 +269,12 @@ func OpenStore(tb testing.TB, tune ...func(*cql.Options)) *cql.Store {
 	}
 	tb.Cleanup(func() { _ = st.Close() })
 	return st
+}
+
+// NoLeaks checks at the end of t, after every cleanup registered later (the
+// stores' Close among them), that t left no goroutine behind. Call it
+// before opening anything the test must close.
+func NoLeaks(t testing.TB) {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }

@@ -4,19 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/elections"
 	"github.com/cqlseq/cqlseq/elections/electionstest"
+	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/orchestration"
 	"github.com/cqlseq/cqlseq/plog"
@@ -24,8 +23,6 @@ import (
 )
 
 const (
-	numPartitions = 4
-	waitLimit     = 30 * time.Second
 	// pause is a command loop's pace after a failed call (a partition
 	// busy actualizing): it keeps the loop from spinning.
 	pause = 5 * time.Millisecond
@@ -176,56 +173,11 @@ func (s *partitionsService) result() (map[isequencer.PartitionID][]appparttest.A
 	return acked, epochs, append([]error(nil), s.mu.errs...)
 }
 
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitLimit):
-		t.Fatalf("no %s within %v", what, waitLimit)
-	}
-	panic("unreachable")
-}
-
-// hostConfig is a one-slot host owning partitions 0..3, with a 3 s lease
-// (1.5 s skew, as integration/elections) on st; events receive its
-// leadership events.
-func hostConfig(st storage.Storage, ip byte, svc orchestration.Service, events chan<- elections.Event) orchestration.Config {
-	return orchestration.Config{
-		Storage:            st,
-		NumVVM:             1,
-		NumPartitions:      numPartitions,
-		IP:                 net.IPv4(10, 0, 1, ip),
-		LeadershipDuration: 3 * time.Second,
-		Skew:               1500 * time.Millisecond,
-		AcquisitionTimeout: 30 * time.Second,
-		AcquisitionRetry:   200 * time.Millisecond,
-		Services:           []orchestration.Service{svc},
-		KillThreshold:      -1,
-		Logger:             appparttest.Quiet(),
-		OnEvent: func(ev elections.Event) {
-			select {
-			case events <- ev:
-			default:
-			}
-		},
-	}
-}
-
-func launch(t *testing.T, c orchestration.Config) (*orchestration.Host, <-chan context.Context) {
-	t.Helper()
-	h, err := orchestration.New(c)
-	require.NoError(t, err)
-	problems := make(chan context.Context, 1)
-	go func() { problems <- h.Launch() }()
-	return h, problems
-}
-
 // waitRenewals waits for n renewals reported on events.
 func waitRenewals(t *testing.T, events <-chan elections.Event, n int) {
 	t.Helper()
 	for n > 0 {
-		if recv(t, events, "renewal").Kind == elections.EventRenewed {
+		if itest.Recv(t, events, "renewal").Kind == elections.EventRenewed {
 			n--
 		}
 	}
@@ -244,22 +196,22 @@ func TestFencedPartitionsHandOver(t *testing.T) {
 }
 
 func handOver(t *testing.T, loss bool) {
+	itest.NoLeaks(t)
 	st1, st2 := open(t), open(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	// Host 1's leases go through faulty; its partitions through st1.
 	faulty := electionstest.NewFaulty(st1)
 	svc1, svc2 := newPartitionsService("host1", st1), newPartitionsService("host2", st2)
 	ev1, ev2 := make(chan elections.Event, 256), make(chan elections.Event, 256)
 
-	h1, p1 := launch(t, hostConfig(faulty, 1, svc1.service(), ev1))
-	problem1 := recv(t, p1, "host 1 launch")
+	h1, p1 := itest.Launch(t, itest.HostConfig(faulty, 1, svc1.service(), ev1))
+	problem1 := itest.Recv(t, p1, "host 1 launch")
 	require.NoError(t, problem1.Err())
-	a1 := recv(t, svc1.started, "host 1 service")
+	a1 := itest.Recv(t, svc1.started, "host 1 service")
 	require.Equal(t, uint32(1), a1.Slot)
 	require.Equal(t, []isequencer.PartitionID{0, 1, 2, 3}, a1.Partitions)
 
-	h2, p2 := launch(t, hostConfig(st2, 2, svc2.service(), ev2))
-	recv(t, svc1.acks(200), "200 commands acknowledged by host 1")
+	h2, p2 := itest.Launch(t, itest.HostConfig(st2, 2, svc2.service(), ev2))
+	itest.Recv(t, svc1.acks(200), "200 commands acknowledged by host 1")
 	waitRenewals(t, ev1, 6) // host 1 keeps the slot for a lease and more
 	select {
 	case a := <-svc2.started:
@@ -269,20 +221,20 @@ func handOver(t *testing.T, loss bool) {
 
 	if loss {
 		faulty.Set(electionstest.OpCompareAndSwap, electionstest.Fault{Err: storage.ErrUnavailable})
-		recv(t, problem1.Done(), "host 1 problem")
+		itest.Recv(t, problem1.Done(), "host 1 problem")
 		require.ErrorIs(t, context.Cause(problem1), orchestration.ErrLeadershipLost)
 	} else {
 		require.NoError(t, h1.Shutdown())
 		require.NoError(t, problem1.Err(), "a clean shutdown is no problem")
 	}
-	stop1 := recv(t, svc1.stopped, "host 1 service stop")
-	problem2 := recv(t, p2, "host 2 launch")
+	stop1 := itest.Recv(t, svc1.stopped, "host 1 service stop")
+	problem2 := itest.Recv(t, p2, "host 2 launch")
 	require.NoError(t, problem2.Err())
-	a2 := recv(t, svc2.started, "host 2 service")
+	a2 := itest.Recv(t, svc2.started, "host 2 service")
 	assert.Equal(t, a1.Slot, a2.Slot)
 	assert.Greater(t, a2.Epoch, a1.Epoch)
 	assert.Equal(t, a1.Partitions, a2.Partitions)
-	recv(t, svc2.acks(200), "200 commands acknowledged by host 2")
+	itest.Recv(t, svc2.acks(200), "200 commands acknowledged by host 2")
 	require.NoError(t, h2.Shutdown())
 	require.NoError(t, problem2.Err())
 	if loss {

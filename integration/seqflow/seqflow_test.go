@@ -3,19 +3,11 @@ package seqflow
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
+	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 )
-
-// noLeaks checks at the end of t, after every cleanup registered later
-// (the Store's Close among them), that t left no goroutine behind.
-func noLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
 
 // Partition IDs: each test its own range in the shared keyspace.
 const (
@@ -32,7 +24,7 @@ const (
 // level 0 costs two lightweight transactions per event (about 3 ms on one
 // node), which the other tests exercise.
 func TestRestartReplaysOnlyTail(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	n := 100_000
 	if testing.Short() {
 		n = 10_000
@@ -41,7 +33,7 @@ func TestRestartReplaysOnlyTail(t *testing.T) {
 }
 
 func TestFailedWritesReuseNoNumber(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	st := open(t)
 	for i, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -51,12 +43,12 @@ func TestFailedWritesReuseNoNumber(t *testing.T) {
 }
 
 func TestTrustLevelConflicts(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	appparttest.TrustLevelConflicts(t, open(t), partConflict)
 }
 
 func TestCorruptTailKeepsRetrying(t *testing.T) {
-	noLeaks(t)
+	itest.NoLeaks(t)
 	appparttest.CorruptTailKeepsRetrying(t, open(t), partCorrupt)
 }
 
