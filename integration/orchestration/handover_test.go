@@ -94,14 +94,18 @@ func (s *partitionsService) run(ctx context.Context, a orchestration.Assignment)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.loop(ctx, a.Partitions[i], p)
+			s.loop(ctx, a.Partitions[i], p, a.Leadership.Deadline)
 		}()
 	}
 	wg.Wait()
 	return ctx.Err()
 }
 
-func (s *partitionsService) loop(ctx context.Context, id isequencer.PartitionID, p *apppart.Partition) {
+// loop runs commands on partition id until ctx is done. ErrBusy is
+// retried; ErrNotLeader is expected once the lease deadline has passed (the
+// partition refuses before the host has cancelled ctx) and a failure before
+// it; every other error is a failure.
+func (s *partitionsService) loop(ctx context.Context, id isequencer.PartitionID, p *apppart.Partition, deadline func() time.Time) {
 	for i := 1; ctx.Err() == nil; i++ {
 		cmd := appparttest.Cmd(appparttest.WS(id, 1+i%5))
 		payload := fmt.Sprintf("%s-p%d-%d", s.name, id, i)
@@ -113,6 +117,7 @@ func (s *partitionsService) loop(ctx context.Context, id isequencer.PartitionID,
 			continue
 		case ctx.Err() != nil:
 			return
+		case errors.Is(err, apppart.ErrNotLeader) && !time.Now().Before(deadline()):
 		case !errors.Is(err, apppart.ErrBusy):
 			s.mu.Lock()
 			s.mu.errs = append(s.mu.errs, fmt.Errorf("partition %d: %w", id, err))
