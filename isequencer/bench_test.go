@@ -195,18 +195,18 @@ func BenchmarkCacheHeap(b *testing.B) {
 		s := newSequencer(*benchParams(st, 3*workspaces))
 		s.p.EnsureDefaults()
 		for ws := WSID(1); ws <= workspaces; ws++ {
-			s.inTx, s.txWS, s.txKind, s.txNums = true, ws, s.kinds[kindApp], nil
+			s.caller.inTx, s.caller.txWS, s.caller.txKind, s.caller.txNums = true, ws, s.kinds[kindApp], nil
 			for _, id := range [...]SeqID{seqWLog, seqRecord, seqCDoc} {
 				if _, err := s.Next(id); err != nil {
 					b.Fatal(err)
 				}
 			}
-			s.inTx, s.txTaken = false, s.txTaken[:0]
+			s.caller.inTx, s.caller.txTaken = false, s.caller.txTaken[:0]
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if s.cache.len() != workspaces {
-			b.Fatalf("cached %d workspaces, want %d", s.cache.len(), workspaces)
+		if s.caller.cache.len() != workspaces {
+			b.Fatalf("cached %d workspaces, want %d", s.caller.cache.len(), workspaces)
 		}
 		perNumber = float64(after.HeapAlloc-before.HeapAlloc) / (3 * workspaces)
 		runtime.KeepAlive(s)

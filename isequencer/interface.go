@@ -82,6 +82,18 @@ type ISeqStorage interface {
 	ActualizeSequencesFromPLog(ctx context.Context, offset PLogOffset, batcher func(batch []SeqValue, offset PLogOffset) error) (err error)
 }
 
+// ISeqStorageCanceler is implemented by an ISeqStorage whose calls can be
+// ended from another goroutine. ISeqStorage passes no context (the seed's
+// shape), so without it a call stuck in an outage holds the sequencer's
+// cleanup until the storage's own timeout. If Params.SeqStorage implements
+// it, cleanup calls CancelCalls once, after it has cancelled the sequencer's
+// work and before it waits for the sequencer's goroutine. CancelCalls must
+// make the calls in flight return promptly and every later call fail; it
+// must be safe to call concurrently with them.
+type ISeqStorageCanceler interface {
+	CancelCalls()
+}
+
 // ISequencer issues sequence numbers and PLog offsets for one application
 // partition.
 //

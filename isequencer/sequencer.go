@@ -13,8 +13,9 @@ import (
 // New returns a sequencer over params.SeqStorage and starts its actualization:
 // Start returns (0, false) until the stored state and the PLog tail are
 // read. cleanup stops the sequencer's background goroutine and waits for it;
-// it returns as soon as the storage call in flight (if any) returns, which
-// the storage bounds by its own timeout. Values not yet flushed are dropped:
+// it returns as soon as the storage call in flight (if any) returns: at once
+// if the storage is an ISeqStorageCanceler (cleanup cancels its calls), else
+// when the storage's own timeout ends it. Values not yet flushed are dropped:
 // the PLog has their events and the next New replays them. The sequencer
 // must not be used after cleanup; cleanup may be called more than once.
 //
@@ -29,8 +30,8 @@ func New(params *Params) (ISequencer, func(), error) {
 		return nil, nil, err
 	}
 	s := newSequencer(p)
-	s.state.Store(stateActualizing)
-	s.actualizeReq.Store(true)
+	s.shared.state.Store(stateActualizing)
+	s.shared.actualizeReq.Store(true)
 	s.wg.Add(1)
 	go s.run()
 	s.wake()
@@ -58,69 +59,34 @@ const (
 	stateClosed
 )
 
+// sequencer's fields are grouped by owner. The caller (the goroutine making
+// ISequencer calls) owns caller, the worker goroutine (run) owns worker, and
+// both sides meet only in shared (atomics, each written by one side) and
+// mu. While stateActualizing is set the worker owns caller too; the atomic
+// store that clears it publishes caller back.
 type sequencer struct {
-	p     Params
-	kinds map[WSKind]*kindInfo
-	m     Metrics
-
-	// state holds stateActualizing and stateClosed. While stateActualizing
-	// is set the worker goroutine owns the caller-side fields below; the
-	// atomic store that clears it publishes them back to the caller.
-	state atomic.Uint32
-
-	// Caller-side: used only by Start/Next/Flush/Actualize.
-	cache      *wsCache
-	nextOffset PLogOffset
-	inTx       bool
-	txKind     *kindInfo
-	txWS       WSID
-	txNums     []Number   // the cache entry of txWS, nil until the first Next
-	txTaken    []SeqValue // values taken by the transaction
-	lastKind   *kindInfo  // memo of the last kinds lookup
-	overlayBuf []Number
-	tail       uint64 // caller's copy of ringTail
-
-	// Values accepted by Flush travel to the worker through a
-	// single-producer single-consumer ring: Flush writes ring[tail...]
-	// and publishes ringTail, then pubOffset (the next PLog offset); the
-	// worker reads pubOffset first, then ringTail, so the offset it writes
-	// never claims values it does not write. ringHead advances only once
-	// values are durable, so ring[ringHead:tail] is exactly what a cache
-	// miss must overlay on the stored numbers.
-	// The producer's and the worker's atomics sit on cache lines of their
-	// own, so that neither side's writes invalidate the other's reads of
-	// unrelated fields.
-	ring      []SeqValue
+	// Set by newSequencer, read-only after.
+	p         Params
+	kinds     map[WSKind]*kindInfo
+	m         Metrics
+	ring      []SeqValue // see shared.ringTail
 	ringMask  uint64
-	_         [64]byte
-	ringTail  atomic.Uint64 // written by the caller
-	pubOffset atomic.Uint64 // written by the caller
-	// markTailPub publishes marks[:markTail] (GroupCommit).
-	markTailPub atomic.Uint64 // written by the caller
-	_           [40]byte
-	ringHead    atomic.Uint64 // written by the worker
-	markHead    atomic.Uint64 // written by the worker (GroupCommit)
-	_           [48]byte
-	// watermark is the next offset below which every event is durable,
-	// as reported by Durable (GroupCommit).
-	watermark atomic.Uint64
-	_         [56]byte
-
-	// GroupCommit: Flush also appends a mark (the transaction's next
-	// offset, and the ring tail after its values) to a single-producer
-	// ring. The worker writes ring values and claims offsets only up to the
-	// last mark the watermark covers.
-	marks     []txMark
+	marks     []txMark // GroupCommit: see shared.markTailPub
 	marksMask uint64
-	markTail  uint64 // caller's copy of markTailPub
+	signal    chan struct{} // wakes a parked worker
 
-	// overflowN counts values in mu.overflow and mu.overflowTaken: values
-	// of a transaction too large for the ring's free space.
-	overflowN atomic.Int64
-	// hasRecovered is set while mu.recovered is not empty.
-	hasRecovered atomic.Bool
-	actualizeReq atomic.Bool
-	parked       atomic.Bool
+	// Lifetime: cleanup marks the state closed, cancels ctx and the
+	// storage's calls (cancelStorage, nil if SeqStorage is not an
+	// ISeqStorageCanceler), then waits for wg. once makes it idempotent.
+	ctx           context.Context
+	cancel        context.CancelFunc
+	cancelStorage func()
+	wg            sync.WaitGroup
+	once          sync.Once
+
+	caller callerState
+	shared sharedState
+	worker workerState
 
 	mu struct {
 		sync.Mutex
@@ -133,18 +99,71 @@ type sequencer struct {
 		// Nobody writes to the map after it is published here.
 		recovered map[NumberKey]Number
 	}
+}
 
-	// Worker-side.
-	signal        chan struct{}
-	ctx           context.Context
-	cancel        context.CancelFunc
-	wg            sync.WaitGroup
-	once          sync.Once
+// callerState is used only by Start, Next, Flush and Actualize (and by the
+// worker while it actualizes).
+type callerState struct {
+	cache      *wsCache
+	nextOffset PLogOffset
+	inTx       bool
+	txKind     *kindInfo
+	txWS       WSID
+	txNums     []Number   // the cache entry of txWS, nil until the first Next
+	txTaken    []SeqValue // values taken by the transaction
+	lastKind   *kindInfo  // memo of the last kinds lookup
+	overlayBuf []Number
+	tail       uint64 // the caller's copy of shared.ringTail
+	markTail   uint64 // the caller's copy of shared.markTailPub
+}
+
+// sharedState is where the caller and the worker meet.
+//
+// Values accepted by Flush travel to the worker through a single-producer
+// single-consumer ring: Flush writes ring[tail...] and publishes ringTail,
+// then pubOffset (the next PLog offset); the worker reads pubOffset first,
+// then ringTail, so the offset it writes never claims values it does not
+// write. ringHead advances only once values are durable, so
+// ring[ringHead:tail] is exactly what a cache miss must overlay on the
+// stored numbers.
+//
+// GroupCommit: Flush also appends a mark (the transaction's next offset,
+// and the ring tail after its values) to a single-producer ring, marks,
+// published by markTailPub. The worker writes ring values and claims
+// offsets only up to the last mark the watermark covers.
+//
+// The atomics written on every transaction sit alone on their cache lines
+// (padded), so that neither side's writes invalidate the other's
+// reads of unrelated fields.
+type sharedState struct {
+	ringTail    padded[atomic.Uint64] // written by the caller
+	pubOffset   padded[atomic.Uint64] // written by the caller
+	markTailPub padded[atomic.Uint64] // written by the caller (GroupCommit)
+
+	// state holds stateActualizing and stateClosed.
+	state atomic.Uint32
+	// overflowN counts values in mu.overflow and mu.overflowTaken: values
+	// of a transaction too large for the ring's free space.
+	overflowN atomic.Int64
+	// hasRecovered is set while mu.recovered is not empty.
+	hasRecovered atomic.Bool
+	actualizeReq atomic.Bool
+
+	ringHead padded[atomic.Uint64] // written by the worker
+	markHead padded[atomic.Uint64] // written by the worker (GroupCommit)
+	// watermark is the next offset below which every event is durable,
+	// as reported by Durable (GroupCommit).
+	watermark padded[atomic.Uint64]
+	parked    padded[atomic.Bool] // written by the worker
+}
+
+// workerState is used only by the worker goroutine (run).
+type workerState struct {
 	wbuf          []SeqValue
 	replay        map[NumberKey]Number
 	lastSeen      PLogOffset
-	head          uint64     // worker's copy of ringHead
-	mhead         uint64     // worker's copy of markHead
+	head          uint64     // the worker's copy of shared.ringHead
+	mhead         uint64     // the worker's copy of shared.markHead
 	claim         PLogOffset // GroupCommit: the next offset of the last mark written
 	writtenOffset PLogOffset // next offset last written to storage
 }
@@ -172,9 +191,9 @@ func newSequencer(p Params) *sequencer {
 		s.kinds[kind] = k
 		width = max(width, len(k.ids))
 	}
-	s.cache = newWSCache(max(1, p.LRUCacheSize/width), width)
-	s.overlayBuf = make([]Number, width)
-	s.txTaken = make([]SeqValue, 0, 8)
+	s.caller.cache = newWSCache(max(1, p.LRUCacheSize/width), width)
+	s.caller.overlayBuf = make([]Number, width)
+	s.caller.txTaken = make([]SeqValue, 0, 8)
 	size := 1
 	for size < 2*p.MaxNumUnflushedValues+256 {
 		size <<= 1
@@ -186,13 +205,22 @@ func newSequencer(p Params) *sequencer {
 		s.marksMask = uint64(size - 1)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if c, ok := p.SeqStorage.(ISeqStorageCanceler); ok {
+		s.cancelStorage = c.CancelCalls
+	}
 	return s
 }
 
+// cleanup stops the worker: nothing new starts once the state is closed and
+// ctx cancelled, a storage call in flight is cancelled (if the storage is
+// an ISeqStorageCanceler), and then cleanup waits for the worker.
 func (s *sequencer) cleanup() {
 	s.once.Do(func() {
-		s.state.Or(stateClosed)
+		s.shared.state.Or(stateClosed)
 		s.cancel()
+		if s.cancelStorage != nil {
+			s.cancelStorage()
+		}
 		s.wg.Wait()
 	})
 }
@@ -206,66 +234,68 @@ func (s *sequencer) wake() {
 
 // Start implements ISequencer.
 func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
-	if s.inTx {
+	c := &s.caller
+	if c.inTx {
 		panic("isequencer: Start: a Sequencing Transaction is already in progress")
 	}
 	if wsID == 0 {
 		panic("isequencer: Start: WSID 0")
 	}
-	if st := s.state.Load(); st != 0 {
+	if st := s.shared.state.Load(); st != 0 {
 		if st&stateClosed == 0 {
 			s.m.Busy(BusyActualizing)
 		}
 		return 0, false
 	}
 	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) ||
-		(s.marks != nil && s.markTail-s.markHead.Load() >= uint64(len(s.marks))) {
+		(s.marks != nil && c.markTail-s.shared.markHead.v.Load() >= uint64(len(s.marks))) {
 		s.m.Busy(BusyUnflushed)
 		return 0, false
 	}
-	k := s.lastKind
+	k := c.lastKind
 	if k == nil || k.kind != wsKind {
 		k = s.kinds[wsKind]
 		if k != nil {
-			s.lastKind = k
+			c.lastKind = k
 		}
 	}
-	s.inTx = true
-	s.txKind = k
-	s.txWS = wsID
-	s.txNums = nil
-	s.txTaken = s.txTaken[:0]
+	c.inTx = true
+	c.txKind = k
+	c.txWS = wsID
+	c.txNums = nil
+	c.txTaken = c.txTaken[:0]
 	s.m.Transaction()
-	return s.nextOffset, true
+	return c.nextOffset, true
 }
 
 // Next implements ISequencer.
 func (s *sequencer) Next(seqID SeqID) (Number, error) {
-	if !s.inTx {
+	c := &s.caller
+	if !c.inTx {
 		panic("isequencer: Next: no Sequencing Transaction in progress")
 	}
-	k := s.txKind
+	k := c.txKind
 	if k == nil {
-		return 0, fmt.Errorf("%w: SeqID %d: WSKind of WSID %d is not in SeqTypes", ErrUnknownSeqID, seqID, s.txWS)
+		return 0, fmt.Errorf("%w: SeqID %d: WSKind of WSID %d is not in SeqTypes", ErrUnknownSeqID, seqID, c.txWS)
 	}
 	i := k.index(seqID)
 	if i < 0 {
 		return 0, fmt.Errorf("%w: SeqID %d is not defined for WSKind %d", ErrUnknownSeqID, seqID, k.kind)
 	}
-	if s.txNums == nil {
+	if c.txNums == nil {
 		nums, err := s.load(k)
 		if err != nil {
 			return 0, err
 		}
-		s.txNums = nums
+		c.txNums = nums
 	}
-	last := s.txNums[i]
+	last := c.txNums[i]
 	if last == math.MaxUint64 {
-		return 0, fmt.Errorf("%w: WSID %d SeqID %d reached %d", ErrNumberOverflow, s.txWS, seqID, last)
+		return 0, fmt.Errorf("%w: WSID %d SeqID %d reached %d", ErrNumberOverflow, c.txWS, seqID, last)
 	}
 	n := max(last+1, k.init[i])
-	s.txNums[i] = n
-	s.txTaken = append(s.txTaken, SeqValue{Key: NumberKey{WSID: s.txWS, SeqID: seqID}, Value: n})
+	c.txNums[i] = n
+	c.txTaken = append(c.txTaken, SeqValue{Key: NumberKey{WSID: c.txWS, SeqID: seqID}, Value: n})
 	return n, nil
 }
 
@@ -273,23 +303,24 @@ func (s *sequencer) Next(seqID SeqID) (Number, error) {
 // sequences of its kind with one ReadNumbers call on a miss. Values that
 // are accepted but not yet written override the stored ones.
 func (s *sequencer) load(k *kindInfo) ([]Number, error) {
-	if nums, kind, ok := s.cache.get(s.txWS); ok && kind == k.kind {
+	c := &s.caller
+	if nums, kind, ok := c.cache.get(c.txWS); ok && kind == k.kind {
 		return nums, nil
 	}
 	// Take the overlay before reading storage: a value leaves the overlay
 	// only after it is durable, so overlay-then-read misses nothing.
-	overlay := s.overlayBuf[:len(k.ids)]
-	s.overlay(s.txWS, k, overlay)
-	stored, err := s.p.SeqStorage.ReadNumbers(s.txWS, k.ids)
+	overlay := c.overlayBuf[:len(k.ids)]
+	s.overlay(c.txWS, k, overlay)
+	stored, err := s.p.SeqStorage.ReadNumbers(c.txWS, k.ids)
 	if err != nil {
 		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: %w", s.txWS, err)
+		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: %w", c.txWS, err)
 	}
 	if len(stored) != len(k.ids) {
 		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: storage returned %d numbers for %d SeqIDs", s.txWS, len(stored), len(k.ids))
+		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: storage returned %d numbers for %d SeqIDs", c.txWS, len(stored), len(k.ids))
 	}
-	nums := s.cache.add(s.txWS, k.kind)
+	nums := c.cache.add(c.txWS, k.kind)
 	for i := range k.ids {
 		nums[i] = max(stored[i], overlay[i])
 	}
@@ -299,7 +330,7 @@ func (s *sequencer) load(k *kindInfo) ([]Number, error) {
 // unflushedValues is the number of accepted values not yet durable.
 // Caller-side.
 func (s *sequencer) unflushedValues() int64 {
-	return int64(s.tail-s.ringHead.Load()) + s.overflowN.Load()
+	return int64(s.caller.tail-s.shared.ringHead.v.Load()) + s.shared.overflowN.Load()
 }
 
 // overlay sets dst[i] to the largest accepted-but-unwritten value of
@@ -314,10 +345,10 @@ func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
 			dst[i] = v.Value
 		}
 	}
-	for i := s.ringHead.Load(); i != s.tail; i++ {
+	for i := s.shared.ringHead.v.Load(); i != s.caller.tail; i++ {
 		add(s.ring[i&s.ringMask])
 	}
-	if s.overflowN.Load() == 0 && !s.hasRecovered.Load() {
+	if s.shared.overflowN.Load() == 0 && !s.shared.hasRecovered.Load() {
 		return
 	}
 	s.mu.Lock()
@@ -339,40 +370,41 @@ func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
 
 // Flush implements ISequencer.
 func (s *sequencer) Flush() {
-	if !s.inTx {
+	c := &s.caller
+	if !c.inTx {
 		panic("isequencer: Flush: no Sequencing Transaction in progress")
 	}
-	s.inTx = false
-	s.txNums = nil
-	s.nextOffset++
-	if n := uint64(len(s.txTaken)); n > 0 {
-		if s.tail+n-s.ringHead.Load() <= uint64(len(s.ring)) {
-			for i, v := range s.txTaken {
-				s.ring[(s.tail+uint64(i))&s.ringMask] = v
+	c.inTx = false
+	c.txNums = nil
+	c.nextOffset++
+	if n := uint64(len(c.txTaken)); n > 0 {
+		if c.tail+n-s.shared.ringHead.v.Load() <= uint64(len(s.ring)) {
+			for i, v := range c.txTaken {
+				s.ring[(c.tail+uint64(i))&s.ringMask] = v
 			}
-			s.tail += n
-			s.ringTail.Store(s.tail)
+			c.tail += n
+			s.shared.ringTail.v.Store(c.tail)
 		} else {
 			s.mu.Lock()
-			s.mu.overflow = append(s.mu.overflow, s.txTaken...)
+			s.mu.overflow = append(s.mu.overflow, c.txTaken...)
 			if s.mu.overflowMinNext == 0 {
-				s.mu.overflowMinNext = s.nextOffset
+				s.mu.overflowMinNext = c.nextOffset
 			}
-			s.mu.overflowMaxNext = s.nextOffset
+			s.mu.overflowMaxNext = c.nextOffset
 			s.mu.Unlock()
-			s.overflowN.Add(int64(n))
+			s.shared.overflowN.Add(int64(n))
 		}
 	}
-	s.pubOffset.Store(uint64(s.nextOffset))
-	s.txTaken = s.txTaken[:0]
+	s.shared.pubOffset.v.Store(uint64(c.nextOffset))
+	c.txTaken = c.txTaken[:0]
 	if s.marks != nil {
 		// Nothing to write until Durable covers the mark: no wake.
-		s.marks[s.markTail&s.marksMask] = txMark{next: s.nextOffset, tail: s.tail}
-		s.markTail++
-		s.markTailPub.Store(s.markTail)
+		s.marks[c.markTail&s.marksMask] = txMark{next: c.nextOffset, tail: c.tail}
+		c.markTail++
+		s.shared.markTailPub.v.Store(c.markTail)
 		return
 	}
-	if s.parked.Load() {
+	if s.shared.parked.v.Load() {
 		s.wake()
 	}
 }
@@ -387,33 +419,33 @@ type txMark struct {
 // Durable implements IGroupCommit.
 func (s *sequencer) Durable(next PLogOffset) {
 	for {
-		w := s.watermark.Load()
+		w := s.shared.watermark.v.Load()
 		if uint64(next) <= w {
 			return
 		}
-		if s.watermark.CompareAndSwap(w, uint64(next)) {
+		if s.shared.watermark.v.CompareAndSwap(w, uint64(next)) {
 			break
 		}
 	}
-	if s.parked.Load() {
+	if s.shared.parked.v.Load() {
 		s.wake()
 	}
 }
 
 // Actualize implements ISequencer.
 func (s *sequencer) Actualize() {
-	st := s.state.Load()
+	st := s.shared.state.Load()
 	if st&stateActualizing != 0 {
 		panic("isequencer: Actualize: actualization is already in progress")
 	}
-	s.inTx = false
-	s.txNums = nil
-	s.txTaken = s.txTaken[:0]
+	s.caller.inTx = false
+	s.caller.txNums = nil
+	s.caller.txTaken = s.caller.txTaken[:0]
 	if st&stateClosed != 0 {
 		return
 	}
-	s.state.Or(stateActualizing)
-	s.actualizeReq.Store(true)
+	s.shared.state.Or(stateActualizing)
+	s.shared.actualizeReq.Store(true)
 	s.wake()
 }
 

@@ -14,7 +14,7 @@ func (s *sequencer) run() {
 	defer s.wg.Done()
 	for {
 		switch {
-		case s.actualizeReq.Load():
+		case s.shared.actualizeReq.Load():
 			if !s.actualize() {
 				return
 			}
@@ -27,9 +27,9 @@ func (s *sequencer) run() {
 		}
 		// Park. Flush wakes a parked worker; re-checking after announcing
 		// it closes the window in which a Flush could miss it.
-		s.parked.Store(true)
-		if s.actualizeReq.Load() || s.hasWork() {
-			s.parked.Store(false)
+		s.shared.parked.v.Store(true)
+		if s.shared.actualizeReq.Load() || s.hasWork() {
+			s.shared.parked.v.Store(false)
 			continue
 		}
 		select {
@@ -37,17 +37,17 @@ func (s *sequencer) run() {
 			return
 		case <-s.signal:
 		}
-		s.parked.Store(false)
+		s.shared.parked.v.Store(false)
 	}
 }
 
 func (s *sequencer) hasWork() bool {
 	if s.marks != nil {
-		return s.hasRecovered.Load() || (s.mhead != s.markTailPub.Load() &&
-			uint64(s.marks[s.mhead&s.marksMask].next) <= s.watermark.Load())
+		return s.shared.hasRecovered.Load() || (s.worker.mhead != s.shared.markTailPub.v.Load() &&
+			uint64(s.marks[s.worker.mhead&s.marksMask].next) <= s.shared.watermark.v.Load())
 	}
-	return PLogOffset(s.pubOffset.Load()) > s.writtenOffset || s.ringTail.Load() != s.head ||
-		s.overflowN.Load() > 0 || s.hasRecovered.Load()
+	return PLogOffset(s.shared.pubOffset.v.Load()) > s.worker.writtenOffset || s.shared.ringTail.v.Load() != s.worker.head ||
+		s.shared.overflowN.Load() > 0 || s.shared.hasRecovered.Load()
 }
 
 // flush writes what was accepted (and the actualization result, if not yet
@@ -58,14 +58,14 @@ func (s *sequencer) flush() bool {
 			return false
 		}
 	}
-	if s.actualizeReq.Load() {
+	if s.shared.actualizeReq.Load() {
 		return true
 	}
 	if s.marks != nil {
 		return s.flushGroup()
 	}
-	offset := PLogOffset(s.pubOffset.Load()) // before ringTail: see sequencer.ring
-	tail := s.ringTail.Load()
+	offset := PLogOffset(s.shared.pubOffset.v.Load()) // before ringTail: see sequencer.ring
+	tail := s.shared.ringTail.v.Load()
 	s.mu.Lock()
 	over := s.mu.overflow
 	s.mu.overflow = nil
@@ -81,9 +81,9 @@ func (s *sequencer) flush() bool {
 // transactions the watermark covers and claims their next offset, never the
 // offset of a transaction whose values it does not write.
 func (s *sequencer) flushGroup() bool {
-	w := PLogOffset(s.watermark.Load())
-	mt := s.markTailPub.Load()
-	pos, mh, claim := s.head, s.mhead, s.claim
+	w := PLogOffset(s.shared.watermark.v.Load())
+	mt := s.shared.markTailPub.v.Load()
+	pos, mh, claim := s.worker.head, s.worker.mhead, s.worker.claim
 	for ; mh != mt; mh++ {
 		m := s.marks[mh&s.marksMask]
 		if m.next > w {
@@ -107,11 +107,11 @@ func (s *sequencer) flushGroup() bool {
 	}
 	rec := s.mu.recovered
 	s.mu.Unlock()
-	offset = max(offset, s.writtenOffset)
+	offset = max(offset, s.worker.writtenOffset)
 
 	if s.write(rec, pos, over, offset) {
-		s.mhead, s.claim = mh, claim
-		s.markHead.Store(mh)
+		s.worker.mhead, s.worker.claim = mh, claim
+		s.shared.markHead.v.Store(mh)
 	}
 	return s.ctx.Err() == nil
 }
@@ -133,33 +133,33 @@ func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, 
 	if !ok {
 		return false
 	}
-	if invariants && offset < s.writtenOffset {
-		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.writtenOffset, offset))
+	if invariants && offset < s.worker.writtenOffset {
+		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.worker.writtenOffset, offset))
 	}
-	s.writtenOffset = max(s.writtenOffset, offset)
-	s.head = to
-	s.ringHead.Store(to)
+	s.worker.writtenOffset = max(s.worker.writtenOffset, offset)
+	s.worker.head = to
+	s.shared.ringHead.v.Store(to)
 	s.mu.Lock()
 	s.mu.overflowTaken = nil
 	if len(rec) > 0 {
 		s.mu.recovered = nil
-		s.hasRecovered.Store(false)
+		s.shared.hasRecovered.Store(false)
 	}
 	s.mu.Unlock()
-	n := s.overflowN.Add(-int64(len(over)))
-	s.m.Unflushed(int(n + int64(s.ringTail.Load()-to)))
+	n := s.shared.overflowN.Add(-int64(len(over)))
+	s.m.Unflushed(int(n + int64(s.shared.ringTail.v.Load()-to)))
 	return true
 }
 
 // collect returns rec, ring[head:tail] and over as one batch sorted by key
 // with unique keys, keeping the largest value of each. The result is in
-// s.wbuf.
+// s.worker.wbuf.
 func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqValue) []SeqValue {
-	b := s.wbuf[:0]
+	b := s.worker.wbuf[:0]
 	for k, v := range rec {
 		b = append(b, SeqValue{Key: k, Value: v})
 	}
-	for i := s.head; i != tail; i++ {
+	for i := s.worker.head; i != tail; i++ {
 		b = append(b, s.ring[i&s.ringMask])
 	}
 	b = append(b, over...)
@@ -172,7 +172,7 @@ func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqVal
 		}
 		out = append(out, v)
 	}
-	s.wbuf = b
+	s.worker.wbuf = b
 	return out
 }
 
@@ -180,21 +180,21 @@ func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqVal
 // It returns false if ctx is done.
 func (s *sequencer) actualize() bool {
 	began := time.Now()
-	s.actualizeReq.Store(false)
+	s.shared.actualizeReq.Store(false)
 	// The caller is locked out (stateActualizing): reset both ends.
-	s.tail, s.head = 0, 0
-	s.ringTail.Store(0)
-	s.ringHead.Store(0)
-	s.pubOffset.Store(0)
-	s.markTail, s.mhead = 0, 0
-	s.markTailPub.Store(0)
-	s.markHead.Store(0)
+	s.caller.tail, s.worker.head = 0, 0
+	s.shared.ringTail.v.Store(0)
+	s.shared.ringHead.v.Store(0)
+	s.shared.pubOffset.v.Store(0)
+	s.caller.markTail, s.worker.mhead = 0, 0
+	s.shared.markTailPub.v.Store(0)
+	s.shared.markHead.v.Store(0)
 	s.mu.Lock()
 	s.mu.overflow, s.mu.overflowTaken, s.mu.recovered = nil, nil, nil
 	s.mu.overflowMinNext, s.mu.overflowMaxNext = 0, 0
 	s.mu.Unlock()
-	s.overflowN.Store(0)
-	s.hasRecovered.Store(false)
+	s.shared.overflowN.Store(0)
+	s.shared.hasRecovered.Store(false)
 	s.m.Unflushed(0)
 
 	var stored PLogOffset
@@ -209,18 +209,18 @@ func (s *sequencer) actualize() bool {
 	events := 0
 	var last PLogOffset
 	if !s.retry(opActualizeFromPLog, func() error {
-		if s.replay == nil {
-			s.replay = make(map[NumberKey]Number)
+		if s.worker.replay == nil {
+			s.worker.replay = make(map[NumberKey]Number)
 		}
-		clear(s.replay)
+		clear(s.worker.replay)
 		events, last = 0, 0
 		return s.p.SeqStorage.ActualizeSequencesFromPLog(s.ctx, from, func(batch []SeqValue, offset PLogOffset) error {
 			if offset < from || (events > 0 && offset <= last) {
 				return fmt.Errorf("PLog event at offset %d out of order (from %d, previous %d)", offset, from, last)
 			}
 			for _, v := range batch {
-				if v.Value > s.replay[v.Key] {
-					s.replay[v.Key] = v.Value
+				if v.Value > s.worker.replay[v.Key] {
+					s.worker.replay[v.Key] = v.Value
 				}
 			}
 			events++
@@ -234,29 +234,29 @@ func (s *sequencer) actualize() bool {
 	if events > 0 {
 		next = last + 1
 	}
-	if invariants && next < s.lastSeen {
-		panic(fmt.Sprintf("isequencer: invariant: next PLog offset went back from %d to %d", s.lastSeen, next))
+	if invariants && next < s.worker.lastSeen {
+		panic(fmt.Sprintf("isequencer: invariant: next PLog offset went back from %d to %d", s.worker.lastSeen, next))
 	}
-	s.lastSeen = next
+	s.worker.lastSeen = next
 
 	// Hand the replay map over as is: the flush that writes it sorts its
 	// batch anyway, so nothing here delays the first Start.
-	rec := s.replay
-	s.replay = nil
+	rec := s.worker.replay
+	s.worker.replay = nil
 
-	s.cache.reset()
-	s.nextOffset = next
+	s.caller.cache.reset()
+	s.caller.nextOffset = next
 	s.mu.Lock()
 	s.mu.recovered = rec
 	s.mu.Unlock()
-	s.hasRecovered.Store(len(rec) > 0)
-	s.writtenOffset = max(stored, 1)
-	s.pubOffset.Store(uint64(next))
+	s.shared.hasRecovered.Store(len(rec) > 0)
+	s.worker.writtenOffset = max(stored, 1)
+	s.shared.pubOffset.v.Store(uint64(next))
 	// Every event below next was read from the PLog: it is durable.
-	s.claim = next
-	s.watermark.Store(uint64(next))
+	s.worker.claim = next
+	s.shared.watermark.v.Store(uint64(next))
 	took := time.Since(began)
-	s.state.And(^stateActualizing)
+	s.shared.state.And(^stateActualizing)
 	s.m.Actualized(events, took)
 	s.p.Logger.Info("isequencer: actualized",
 		"stored_next_plog_offset", stored, "events_replayed", events,
@@ -286,7 +286,7 @@ func (s *sequencer) retry(op string, f func() error) bool {
 		if !s.sleep(delay) {
 			return false
 		}
-		if op == opWriteValues && s.actualizeReq.Load() {
+		if op == opWriteValues && s.shared.actualizeReq.Load() {
 			return false
 		}
 		delay = min(2*delay, s.p.MaxRetryDelay)
@@ -305,7 +305,7 @@ func (s *sequencer) sleep(d time.Duration) bool {
 		case <-t.C:
 			return true
 		case <-s.signal:
-			if s.actualizeReq.Load() {
+			if s.shared.actualizeReq.Load() {
 				return true
 			}
 		}
