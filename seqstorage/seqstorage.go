@@ -1,7 +1,8 @@
 // Package seqstorage implements isequencer.ISeqStorage for one application
 // partition: the sequencer's numbers and next PLog offset through
-// vvmadapter, and actualization from the partition's PLog through a
-// plog.PLogReader.
+// vvmadapter, actualization from the partition's PLog through a
+// plog.PLogReader, and the lifetime of these calls (CancelCalls ends them
+// when the sequencer is cleaned up).
 package seqstorage
 
 import (
@@ -18,8 +19,14 @@ import (
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
-// ErrInvalidOptions wraps every problem New finds in Options.
-var ErrInvalidOptions = errors.New("seqstorage: invalid options")
+var (
+	// ErrInvalidOptions wraps every problem New finds in Options.
+	ErrInvalidOptions = errors.New("seqstorage: invalid options")
+
+	// ErrCanceled wraps the error of every call that CancelCalls ended or
+	// that came after it.
+	ErrCanceled = errors.New("seqstorage: calls cancelled")
+)
 
 // DefaultTimeout bounds each ISeqStorage call when Options.Timeout is 0.
 const DefaultTimeout = 5 * time.Second
@@ -88,17 +95,28 @@ func (o *Options) Validate() error {
 }
 
 // Storage implements isequencer.ISeqStorage for one application partition.
-// Calls follow ISeqStorage's concurrency contract; EventsRead may be called
-// at any time.
+// Calls follow ISeqStorage's concurrency contract; EventsRead and
+// CancelCalls may be called at any time.
+//
+// Every call runs under the Storage's lifetime context (and its own
+// Options.Timeout): CancelCalls, which the sequencer's cleanup calls, ends
+// the calls in flight at once and fails every later one with ErrCanceled,
+// so that closing a partition during an outage does not wait out the
+// timeout.
 type Storage struct {
 	o      Options
 	ad     *vvmadapter.Adapter
 	reader plog.PLogReader
 	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
 	events atomic.Uint64
+	life   context.Context // the lifetime context; done after CancelCalls
+	cancel context.CancelFunc
 }
 
-var _ isequencer.ISeqStorage = (*Storage)(nil)
+var (
+	_ isequencer.ISeqStorage         = (*Storage)(nil)
+	_ isequencer.ISeqStorageCanceler = (*Storage)(nil)
+)
 
 // New validates o and returns a Storage.
 func New(o Options) (*Storage, error) {
@@ -107,6 +125,7 @@ func New(o Options) (*Storage, error) {
 		return nil, err
 	}
 	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader}
+	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {
 		r, err := plog.NewReader(o.Storage, plog.ReaderOptions{PageTimeout: o.Timeout})
 		if err != nil {
@@ -118,6 +137,26 @@ func New(o Options) (*Storage, error) {
 	return s, nil
 }
 
+// CancelCalls implements isequencer.ISeqStorageCanceler: it cancels the
+// Storage's lifetime context, which ends the calls in flight and fails every
+// later call with ErrCanceled. It is idempotent and does not close
+// Options.Storage.
+func (s *Storage) CancelCalls() { s.cancel() }
+
+// call returns the context of one call: the lifetime context bounded by
+// Options.Timeout.
+func (s *Storage) call() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.life, s.o.Timeout)
+}
+
+// wrap returns err, marked with ErrCanceled if CancelCalls ended the call.
+func (s *Storage) wrap(err error) error {
+	if s.life.Err() != nil {
+		return fmt.Errorf("%w: %w", ErrCanceled, err)
+	}
+	return err
+}
+
 // EventsRead returns the number of PLog events ActualizeSequencesFromPLog
 // has passed to its batchers since New.
 func (s *Storage) EventsRead() uint64 { return s.events.Load() }
@@ -125,7 +164,7 @@ func (s *Storage) EventsRead() uint64 { return s.events.Load() }
 // ReadNumbers implements isequencer.ISeqStorage with one partition read of
 // the workspace (see Options.Epoch).
 func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	ctx, cancel := s.call()
 	defer cancel()
 	out := make([]isequencer.Number, len(ids))
 	read := s.ad.GetNumbers
@@ -133,7 +172,7 @@ func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]ise
 		read = s.ad.GetNumbersMax
 	}
 	if err := read(ctx, ws, ids, out); err != nil {
-		return nil, fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
+		return nil, s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
 	}
 	return out, nil
 }
@@ -141,11 +180,11 @@ func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]ise
 // ReadNextPLogOffset implements isequencer.ISeqStorage; 0 if none is
 // stored.
 func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	ctx, cancel := s.call()
 	defer cancel()
 	off, _, err := s.ad.GetPLogOffset(ctx, s.o.Partition)
 	if err != nil {
-		return 0, fmt.Errorf("seqstorage: app %d: %w", s.o.App, err)
+		return 0, s.wrap(fmt.Errorf("seqstorage: app %d: %w", s.o.App, err))
 	}
 	return off, nil
 }
@@ -155,13 +194,13 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 // succeeded, the offset (a plain write in every mode). The timeout bounds
 // both writes together.
 func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next isequencer.PLogOffset) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.o.Timeout)
+	ctx, cancel := s.call()
 	defer cancel()
 	if err := s.ad.PutNumbersEpoch(ctx, s.o.Epoch, batch); err != nil {
-		return fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
+		return s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
 	}
 	if err := s.ad.PutPLogOffset(ctx, s.o.Partition, next); err != nil {
-		return fmt.Errorf("seqstorage: app %d: %w", s.o.App, err)
+		return s.wrap(fmt.Errorf("seqstorage: app %d: %w", s.o.App, err))
 	}
 	return nil
 }
@@ -175,8 +214,12 @@ func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next
 // partition and the offset. A batcher error is returned as is; ctx.Err()
 // once ctx is done.
 func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequencer.PLogOffset, batcher func(batch []isequencer.SeqValue, offset isequencer.PLogOffset) error) error {
+	// The caller's ctx, ended by CancelCalls too.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.life, cancel)()
 	var batcherErr error
-	err := s.reader.ReadEvents(ctx, s.o.Partition, offset, func(e *plog.Event) error {
+	err := s.reader.ReadEvents(rctx, s.o.Partition, offset, func(e *plog.Event) error {
 		b := s.batch[:0]
 		for _, n := range e.Numbers {
 			if least, ok := s.o.MinAccepted[n.SeqID]; ok && n.Number < least {
@@ -195,7 +238,7 @@ func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequen
 	case batcherErr != nil:
 		return batcherErr
 	case err != nil:
-		return fmt.Errorf("seqstorage: app %d: actualizing from PLog offset %d: %w", s.o.App, offset, err)
+		return s.wrap(fmt.Errorf("seqstorage: app %d: actualizing from PLog offset %d: %w", s.o.App, offset, err))
 	}
 	return nil
 }

@@ -1,0 +1,129 @@
+package seqstorage
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage/faulty"
+	"github.com/cqlseq/cqlseq/storage/mem"
+)
+
+// outageTimeout is the per-call timeout in the outage tests: a hung call
+// that is not cancelled holds cleanup this long.
+const outageTimeout = 30 * time.Second
+
+// hang is a rule that makes a store never answer the operations in ops
+// (every one if none).
+func hang(ops ...string) faulty.Rule { return faulty.Rule{Ops: ops, Action: faulty.Timeout} }
+
+// hungSequencer starts a sequencer over a Storage (Timeout outageTimeout)
+// over a faulty store with rules, and returns it with its cleanup, store
+// and Storage.
+func hungSequencer(tb testing.TB, rules ...faulty.Rule) (seq isequencer.ISequencer, cleanup func(), st *faulty.Store, s *Storage) {
+	tb.Helper()
+	inner := mem.New(mem.Options{})
+	tb.Cleanup(func() { _ = inner.Close() })
+	st, err := faulty.New(inner, faulty.Options{Rules: rules})
+	require.NoError(tb, err)
+	s, err = New(Options{Storage: st, App: app, Partition: part, Timeout: outageTimeout})
+	require.NoError(tb, err)
+	seq, cleanup, err = isequencer.New(&isequencer.Params{
+		SeqTypes:   map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{1: {1: 1}},
+		SeqStorage: s,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(tb, err)
+	tb.Cleanup(cleanup)
+	return seq, cleanup, st, s
+}
+
+// waitInjected waits until st has hung a call.
+func waitInjected(tb testing.TB, st *faulty.Store) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for st.Injected() == 0 {
+		if time.Now().After(deadline) {
+			tb.Fatal("no storage call hung within 10 s")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// TestCleanupDuringOutage: cleanup while a storage call hangs (an outage:
+// the store never answers, the call's timeout is 30 s) returns at once,
+// because it cancels the Storage's calls. The test asserts well under the
+// timeout (1 s: room for a busy machine, and 30x below what an uncancelled
+// call costs); BenchmarkCleanupDuringOutage measures the latency itself
+// against the 100 ms target.
+func TestCleanupDuringOutage(t *testing.T) {
+	t.Run("flush write", func(t *testing.T) {
+		seq, cleanup, st, _ := hungSequencer(t)
+		var ok bool
+		for deadline := time.Now().Add(10 * time.Second); !ok; {
+			if _, ok = seq.Start(1, 1); !ok {
+				require.True(t, time.Now().Before(deadline), "still actualizing after 10 s")
+				time.Sleep(time.Millisecond)
+			}
+		}
+		require.NoError(t, st.SetRules(hang(faulty.OpPutBatch, faulty.OpPut)))
+		_, err := seq.Next(1)
+		require.NoError(t, err)
+		seq.Flush()
+		waitInjected(t, st)
+		began := time.Now()
+		cleanup()
+		took := time.Since(began)
+		t.Logf("cleanup with a hung flush write took %v", took)
+		assert.Less(t, took, time.Second)
+	})
+	t.Run("actualization", func(t *testing.T) {
+		_, cleanup, st, _ := hungSequencer(t, hang())
+		waitInjected(t, st)
+		began := time.Now()
+		cleanup()
+		took := time.Since(began)
+		t.Logf("cleanup with a hung actualization read took %v", took)
+		assert.Less(t, took, time.Second)
+	})
+}
+
+func TestCancelCallsEndsEveryCall(t *testing.T) {
+	_, cleanup, st, s := hungSequencer(t, hang())
+	waitInjected(t, st)
+	cleanup() // cancels
+	began := time.Now()
+	_, err := s.ReadNumbers(1, []isequencer.SeqID{1})
+	assert.ErrorIs(t, err, ErrCanceled)
+	_, err = s.ReadNextPLogOffset()
+	assert.ErrorIs(t, err, ErrCanceled)
+	err = s.WriteValuesAndNextPLogOffset(nil, 1)
+	assert.ErrorIs(t, err, ErrCanceled)
+	err = s.ActualizeSequencesFromPLog(context.Background(), 1, func([]isequencer.SeqValue, isequencer.PLogOffset) error { return nil })
+	assert.ErrorIs(t, err, ErrCanceled)
+	assert.Less(t, time.Since(began), time.Second, "calls after CancelCalls fail at once")
+	s.CancelCalls() // idempotent
+}
+
+// BenchmarkCleanupDuringOutage measures cleanup of a sequencer whose
+// actualization hangs on a store that never answers (30 s call timeout);
+// ns/cleanup is the latency the 100 ms target is about.
+func BenchmarkCleanupDuringOutage(b *testing.B) {
+	var total time.Duration
+	for range b.N {
+		b.StopTimer()
+		_, cleanup, st, _ := hungSequencer(b, hang())
+		waitInjected(b, st)
+		b.StartTimer()
+		began := time.Now()
+		cleanup()
+		total += time.Since(began)
+	}
+	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/cleanup")
+}
