@@ -86,10 +86,11 @@ type ISeqStorage interface {
 // ended from another goroutine. ISeqStorage passes no context (the seed's
 // shape), so without it a call stuck in an outage holds the sequencer's
 // cleanup until the storage's own timeout. If Params.SeqStorage implements
-// it, cleanup calls CancelCalls once, after it has cancelled the sequencer's
-// work and before it waits for the sequencer's goroutine. CancelCalls must
-// make the calls in flight return promptly and every later call fail; it
-// must be safe to call concurrently with them.
+// it, cleanup, having stopped the sequencer's work, calls CancelCalls if the
+// storage call in flight has not returned 50 ms later (a healthy store's
+// call finishes, and its write lands). CancelCalls must make the calls in
+// flight return promptly and every later call fail; it must be safe to call
+// concurrently with them.
 type ISeqStorageCanceler interface {
 	CancelCalls()
 }

@@ -13,9 +13,10 @@ import (
 // New returns a sequencer over params.SeqStorage and starts its actualization:
 // Start returns (0, false) until the stored state and the PLog tail are
 // read. cleanup stops the sequencer's background goroutine and waits for it;
-// it returns as soon as the storage call in flight (if any) returns: at once
-// if the storage is an ISeqStorageCanceler (cleanup cancels its calls), else
-// when the storage's own timeout ends it. Values not yet flushed are dropped:
+// it returns as soon as the storage call in flight (if any) returns: within
+// 50 ms if the storage is an ISeqStorageCanceler (cleanup cancels a call
+// that has not returned by then), else when the storage's own timeout ends
+// it. Values not yet flushed are dropped:
 // the PLog has their events and the next New replays them. The sequencer
 // must not be used after cleanup; cleanup may be called more than once.
 //
@@ -32,7 +33,6 @@ func New(params *Params) (ISequencer, func(), error) {
 	s := newSequencer(p)
 	s.shared.state.Store(stateActualizing)
 	s.shared.actualizeReq.Store(true)
-	s.wg.Add(1)
 	go s.run()
 	s.wake()
 	return s, s.cleanup, nil
@@ -75,13 +75,12 @@ type sequencer struct {
 	marksMask uint64
 	signal    chan struct{} // wakes a parked worker
 
-	// Lifetime: cleanup marks the state closed, cancels ctx and the
-	// storage's calls (cancelStorage, nil if SeqStorage is not an
-	// ISeqStorageCanceler), then waits for wg. once makes it idempotent.
+	// Lifetime: see cleanup. cancelStorage is nil if SeqStorage is not an
+	// ISeqStorageCanceler; run closes done when it returns.
 	ctx           context.Context
 	cancel        context.CancelFunc
 	cancelStorage func()
-	wg            sync.WaitGroup
+	done          chan struct{}
 	once          sync.Once
 
 	caller callerState
@@ -174,6 +173,7 @@ func newSequencer(p Params) *sequencer {
 		kinds:  make(map[WSKind]*kindInfo, len(p.SeqTypes)),
 		m:      p.Metrics,
 		signal: make(chan struct{}, 1),
+		done:   make(chan struct{}),
 	}
 	if s.m == nil {
 		s.m = nopMetrics{}
@@ -211,17 +211,30 @@ func newSequencer(p Params) *sequencer {
 	return s
 }
 
-// cleanup stops the worker: nothing new starts once the state is closed and
-// ctx cancelled, a storage call in flight is cancelled (if the storage is
-// an ISeqStorageCanceler), and then cleanup waits for the worker.
+// cleanupGrace is how long cleanup lets a storage call in flight finish on
+// its own before it cancels it: a healthy store answers within it (and a
+// flush then lands), a hung one is cut off after it.
+const cleanupGrace = 50 * time.Millisecond
+
+// cleanup stops the worker. Nothing new starts once the state is closed and
+// ctx is cancelled (no new storage call, no retry). A storage call in flight
+// gets cleanupGrace to finish; then, if the storage is an
+// ISeqStorageCanceler, cleanup cancels it, and it waits for the worker.
 func (s *sequencer) cleanup() {
 	s.once.Do(func() {
 		s.shared.state.Or(stateClosed)
 		s.cancel()
 		if s.cancelStorage != nil {
-			s.cancelStorage()
+			grace := time.NewTimer(cleanupGrace)
+			defer grace.Stop()
+			select {
+			case <-s.done:
+				return
+			case <-grace.C:
+				s.cancelStorage()
+			}
 		}
-		s.wg.Wait()
+		<-s.done
 	})
 }
 

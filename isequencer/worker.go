@@ -9,9 +9,9 @@ import (
 // run is the sequencer's only goroutine. It actualizes on request and
 // otherwise writes accepted values. It owns wbuf, replay, head and
 // writtenOffset, and, while stateActualizing is set, the caller-side fields.
-// cleanup cancels ctx and waits for it.
+// cleanup cancels ctx and waits for it to close done.
 func (s *sequencer) run() {
-	defer s.wg.Done()
+	defer close(s.done)
 	for {
 		switch {
 		case s.shared.actualizeReq.Load():
