@@ -3,14 +3,15 @@ package schema
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
+
+	"github.com/cqlseq/cqlseq/storage/cql"
 )
 
-// Engine names.
+// Engine names (storage/cql's, as cql.DetectEngine returns them).
 const (
-	EngineCassandra = "cassandra"
-	EngineScylla    = "scylla"
+	EngineCassandra = cql.EngineCassandra
+	EngineScylla    = cql.EngineScylla
 )
 
 var engines = []string{EngineCassandra, EngineScylla}
@@ -19,17 +20,9 @@ var engines = []string{EngineCassandra, EngineScylla}
 // empty: one replica, for development and tests.
 const DefaultReplication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"
 
-// validName is what a keyspace or table name must match: names cannot be
-// bound in CQL, so they are validated before they reach a statement.
-var validName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,47}$`)
-
-// ValidName reports whether s is accepted as a keyspace or table name:
-// ^[a-zA-Z][a-zA-Z0-9_]{0,47}$ (unquoted, so the server lower-cases it).
-func ValidName(s string) bool { return validName.MatchString(s) }
-
 // Options configure Apply.
 type Options struct {
-	// Keyspace receives the schema. Required; see ValidName.
+	// Keyspace receives the schema. Required; see cql.ValidName.
 	Keyspace string
 	// Replication is the keyspace's replication map in CQL map syntax, used
 	// only when the keyspace is created. Default DefaultReplication.
@@ -55,8 +48,8 @@ func (o *Options) EnsureDefaults() {
 // Validate reports every problem of o at once. Call EnsureDefaults first.
 func (o *Options) Validate() error {
 	var errs []error
-	if !ValidName(o.Keyspace) {
-		errs = append(errs, fmt.Errorf("schema: keyspace name %q does not match %s", o.Keyspace, validName))
+	if !cql.ValidName(o.Keyspace) {
+		errs = append(errs, fmt.Errorf("schema: keyspace name %q does not match %s", o.Keyspace, cql.NamePattern))
 	}
 	if _, err := normalizeReplication(o.Replication); err != nil {
 		errs = append(errs, fmt.Errorf("schema: %w", err))

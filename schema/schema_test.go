@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/storage/cql"
 )
 
 func TestLexRoundTrip(t *testing.T) {
@@ -183,7 +185,7 @@ func TestOptionsValidate(t *testing.T) {
 		o.EnsureDefaults()
 		assert.ErrorIs(t, o.Validate(), ErrInvalidOptions, "%q", name)
 	}
-	assert.True(t, ValidName(strings.Repeat("k", 48)))
+	assert.True(t, cql.ValidName(strings.Repeat("k", 48)))
 
 	bad := Options{Keyspace: "x y", Replication: "{}", Engine: "oracle"}
 	err := bad.Validate()

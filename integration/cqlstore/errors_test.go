@@ -90,7 +90,7 @@ func TestOpenUnreachable(t *testing.T) {
 // sent; a query observer on the caller's session counts what reaches it.
 func TestInvalidNamesBeforeAnyQuery(t *testing.T) {
 	var queries atomic.Int32
-	cfg := itest.ClusterConfig()
+	cfg := itest.ClusterConfig(t)
 	cfg.QueryObserver = observerFunc(func() { queries.Add(1) })
 	s, err := cfg.CreateSession()
 	require.NoError(t, err)

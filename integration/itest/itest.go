@@ -165,41 +165,42 @@ func splitHosts(s string) []string {
 	return out
 }
 
-// describeCluster reads release_version and decides the engine (scylla when
-// system.scylla_local exists) unless given.
+// describeCluster reads release_version and decides the engine
+// (cql.DetectEngine) unless given.
 func describeCluster(ctx context.Context, engine string) error {
-	s, err := newClusterConfig().CreateSession()
+	s, err := cql.Connect(ctx, connOptions())
 	if err != nil {
-		return fmt.Errorf("connecting to %v: %w", testCluster.hosts, err)
+		return err
 	}
 	defer s.Close()
 	if err := s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&testCluster.release); err != nil {
 		return fmt.Errorf("reading system.local: %w", err)
 	}
 	if engine == "" {
-		engine = "cassandra"
-		if err := s.Query("SELECT key FROM system.scylla_local LIMIT 1").WithContext(ctx).Exec(); err == nil {
-			engine = "scylla"
+		if engine, err = cql.DetectEngine(ctx, s); err != nil {
+			return err
 		}
 	}
 	testCluster.engine = engine
 	return nil
 }
 
-// newClusterConfig returns a config for the found cluster, keyspace unset.
-func newClusterConfig() *gocql.ClusterConfig {
-	c := gocql.NewCluster(testCluster.hosts...)
-	c.Consistency = gocql.LocalQuorum
-	c.SerialConsistency = gocql.LocalSerial
-	c.Timeout = 10 * time.Second
-	c.ConnectTimeout = 10 * time.Second
-	c.NumConns = 2
-	if len(testCluster.hosts) == 1 {
+// connOptions returns the storage/cql connection options of the found
+// cluster, keyspace unset.
+func connOptions() cql.Options {
+	return cql.Options{
+		Hosts:          Hosts(),
+		Timeout:        10 * time.Second,
+		ConnectTimeout: 10 * time.Second,
 		// A single contact point on loopback or behind a container port
 		// mapping: do not follow the addresses the node advertises.
-		c.DisableInitialHostLookup = true
+		DisableInitialHostLookup: len(testCluster.hosts) == 1,
 	}
-	return c
+}
+
+// connect opens a session to the found cluster, keyspace unset.
+func connect(ctx context.Context) (*gocql.Session, error) {
+	return cql.Connect(ctx, connOptions())
 }
 
 // Hosts returns the cluster's contact points (host:port).
@@ -218,16 +219,26 @@ func Source() string { return testCluster.source }
 // Keyspace returns the run's shared keyspace, with cqlseq's schema applied.
 func Keyspace() string { return testCluster.keyspace }
 
-// ClusterConfig returns a config for the test cluster, keyspace unset.
-func ClusterConfig() *gocql.ClusterConfig { return newClusterConfig() }
+// ClusterConfig returns a config for the test cluster, keyspace unset
+// (cql.ClusterConfig), for a test that needs a gocql setting of its own.
+func ClusterConfig(t testing.TB) *gocql.ClusterConfig {
+	t.Helper()
+	c, err := cql.ClusterConfig(connOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // Session returns a session to the test cluster (keyspace unset), closed at
 // the test's cleanup.
 func Session(t testing.TB) *gocql.Session {
 	t.Helper()
-	s, err := newClusterConfig().CreateSession()
+	ctx, cancel := context.WithTimeout(context.Background(), WaitLimit)
+	defer cancel()
+	s, err := connect(ctx)
 	if err != nil {
-		t.Fatalf("connecting to %v: %v", testCluster.hosts, err)
+		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
 	return s

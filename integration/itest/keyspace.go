@@ -3,17 +3,16 @@ package itest
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage/cql"
 )
 
-var validKeyspace = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,47}$`)
-
 func dropKeyspace(ctx context.Context, s *gocql.Session, name string) error {
-	if !validKeyspace.MatchString(name) {
+	if !cql.ValidName(name) {
 		return fmt.Errorf("invalid keyspace name %q", name)
 	}
 	if err := s.Query("DROP KEYSPACE IF EXISTS " + name).WithContext(ctx).Exec(); err != nil {
@@ -24,7 +23,7 @@ func dropKeyspace(ctx context.Context, s *gocql.Session, name string) error {
 
 // createRunKeyspace creates the run's shared keyspace with cqlseq's schema.
 func createRunKeyspace(ctx context.Context) (string, func() error, error) {
-	s, err := newClusterConfig().CreateSession()
+	s, err := connect(ctx)
 	if err != nil {
 		return "", nil, err
 	}

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gocql/gocql"
-
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/integration/itest"
@@ -61,11 +59,10 @@ func startNode(t *testing.T) *node {
 	})
 	t.Logf("private Cassandra %s on %s answered CQL %.1f s after JVM start", inst.ReleaseInfo, inst.Host, inst.StartupTime.Seconds())
 
-	c := gocql.NewCluster(inst.Host)
-	c.DisableInitialHostLookup = true
-	c.Timeout = 30 * time.Second
-	c.ConnectTimeout = 10 * time.Second
-	s, err := c.CreateSession()
+	s, err := cql.Connect(ctx, cql.Options{
+		Hosts: []string{inst.Host}, DisableInitialHostLookup: true,
+		Timeout: 30 * time.Second, ConnectTimeout: 10 * time.Second,
+	})
 	if err != nil {
 		t.Fatalf("connecting to the private Cassandra: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -26,10 +25,6 @@ const (
 	DefaultBatchBytes     = 32 << 10
 	DefaultWriteWorkers   = 32
 )
-
-// validName is what keyspace and table names must match; CQL cannot bind
-// names, so they are validated before they reach a statement.
-var validName = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_]{0,47}$`)
 
 // Options configure Open.
 type Options struct {
@@ -142,13 +137,41 @@ func (o *Options) EnsureDefaults() {
 // storage.ErrInvalidArgument. Call EnsureDefaults first.
 func (o *Options) Validate() error {
 	var errs []error
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
 	if !validName.MatchString(o.Keyspace) {
-		bad("keyspace name %q does not match %s", o.Keyspace, validName)
+		errs = append(errs, fmt.Errorf("keyspace name %q does not match %s", o.Keyspace, NamePattern))
 	}
 	if !validName.MatchString(o.Table) {
-		bad("table name %q does not match %s", o.Table, validName)
+		errs = append(errs, fmt.Errorf("table name %q does not match %s", o.Table, NamePattern))
 	}
+	if o.BatchRows < 0 || o.BatchBytes < 0 || o.WriteWorkers < 0 {
+		errs = append(errs, fmt.Errorf("negative BatchRows %d, BatchBytes %d or WriteWorkers %d", o.BatchRows, o.BatchBytes, o.WriteWorkers))
+	}
+	return invalid(append(errs, o.connProblems()...))
+}
+
+// validateConn is Validate of the connection fields alone (Connect and
+// ClusterConfig), which need a connection and no Session.
+func (o *Options) validateConn() error {
+	var errs []error
+	if o.Session != nil {
+		errs = append(errs, errors.New("Session is set: Connect makes a session of its own"))
+	}
+	return invalid(append(errs, o.connProblems()...))
+}
+
+// invalid joins problems into one error wrapping storage.ErrInvalidArgument,
+// or returns nil.
+func invalid(errs []error) error {
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("cql: %w: %w", storage.ErrInvalidArgument, err)
+	}
+	return nil
+}
+
+// connProblems lists the problems of the connection fields.
+func (o *Options) connProblems() []error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
 	if o.Session == nil {
 		if len(o.Hosts) == 0 {
 			bad("no Hosts and no Session")
@@ -184,11 +207,5 @@ func (o *Options) Validate() error {
 	if o.PageSize < 0 {
 		bad("negative PageSize %d", o.PageSize)
 	}
-	if o.BatchRows < 0 || o.BatchBytes < 0 || o.WriteWorkers < 0 {
-		bad("negative BatchRows %d, BatchBytes %d or WriteWorkers %d", o.BatchRows, o.BatchBytes, o.WriteWorkers)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("cql: %w: %w", storage.ErrInvalidArgument, err)
-	}
-	return nil
+	return errs
 }

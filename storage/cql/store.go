@@ -1,7 +1,11 @@
-// Package cql is the storage.Storage driver for Apache Cassandra and
-// ScyllaDB, on the gocql API (ScyllaDB's fork through cqlseq's go.mod
-// replace). The keyspace and table must exist: create them with package
-// schema.
+// Package cql owns cqlseq's CQL sessions: the storage.Storage driver for
+// Apache Cassandra and ScyllaDB, on the gocql API (ScyllaDB's fork through
+// cqlseq's go.mod replace), and the one place that configures gocql
+// (Connect and ClusterConfig: hosts, TLS, authentication, host lookup,
+// timeouts, the logger), detects the engine (DetectEngine) and validates
+// keyspace and table names (ValidName). The CLI, the migrator (package
+// schema) and the integration tests connect through it. The keyspace and
+// table must exist: create them with package schema.
 //
 // Every statement is prepared, with bind markers for all values; keyspace
 // and table names are validated identifiers. Every query carries the call's
@@ -20,7 +24,6 @@ package cql
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -103,43 +106,11 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 }
 
 func connect(ctx context.Context, o Options) (*gocql.Session, error) {
-	c := gocql.NewCluster(o.Hosts...)
-	c.Consistency = o.Consistency
-	c.SerialConsistency = o.SerialConsistency
-	c.Timeout = o.Timeout
-	c.ReadTimeout = o.Timeout
-	c.WriteTimeout = o.Timeout
-	c.ConnectTimeout = o.ConnectTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.ConnectTimeout {
-		c.ConnectTimeout = max(time.Until(d), time.Millisecond)
-	}
-	c.NumConns = o.NumConns
-	c.PageSize = o.PageSize
-	c.DisableInitialHostLookup = o.DisableInitialHostLookup
-	c.Logger = slogAdapter{o.Logger}
-	if o.Username != "" {
-		c.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
-	}
-	if o.TLS != nil {
-		c.SslOpts = &gocql.SslOptions{Config: o.TLS.Clone(), EnableHostVerification: !o.TLS.InsecureSkipVerify}
-	}
-	// NewSession does not close a session whose initialisation failed,
-	// leaking its goroutines (scylladb/gocql#966); the non-blocking
-	// constructor hands the session over, so it can be closed here.
-	s, err := gocql.NewSessionNonBlocking(*c)
-	if err == nil {
-		if err = s.WaitUntilReady(); err != nil {
-			s.Close()
-		}
-	}
+	c, err := ClusterConfig(o)
 	if err != nil {
-		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(o.Hosts, ","), storage.ErrUnavailable, trimmed{err})
+		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("cql: open: %w", err)
-	}
-	return s, nil
+	return connectConfig(ctx, c, "open")
 }
 
 // checkTable fails clearly when the keyspace or table is missing.
@@ -215,16 +186,3 @@ type trimmed struct{ err error }
 
 func (t trimmed) Error() string { return strings.TrimSpace(t.err.Error()) }
 func (t trimmed) Unwrap() error { return t.err }
-
-// slogAdapter passes gocql's log lines to slog at Info level.
-type slogAdapter struct{ l *slog.Logger }
-
-func (a slogAdapter) Print(v ...any) {
-	a.l.Info("gocql: " + strings.TrimSuffix(fmt.Sprint(v...), "\n"))
-}
-func (a slogAdapter) Printf(format string, v ...any) {
-	a.l.Info("gocql: " + strings.TrimSuffix(fmt.Sprintf(format, v...), "\n"))
-}
-func (a slogAdapter) Println(v ...any) {
-	a.l.Info("gocql: " + strings.TrimSuffix(fmt.Sprintln(v...), "\n"))
-}

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gocql/gocql"
 	"github.com/spf13/cobra"
 
 	"github.com/cqlseq/cqlseq/schema"
-	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/cql"
 )
 
 const engineAuto = "auto"
@@ -70,38 +69,21 @@ func (f *migrateFlags) options(engine string) schema.Options {
 	return schema.Options{Keyspace: f.cluster.keyspace, Replication: f.replication, Engine: engine, CreateKeyspace: f.createKeyspace}
 }
 
-// connect creates a session. gocql's CreateSession leaks the goroutines
-// of a session whose initialisation failed (scylladb/gocql#966); the
-// non-blocking constructor returns the session, so it can be closed.
-func connect(cc *gocql.ClusterConfig) (*gocql.Session, error) {
-	s, err := gocql.NewSessionNonBlocking(*cc)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.WaitUntilReady(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("%s", strings.TrimSpace(err.Error()))
-	}
-	return s, nil
-}
-
 func runMigrate(ctx context.Context, e *env, f *migrateFlags) error {
-	cc, err := f.cluster.clusterConfig(e.log)
+	o, err := f.cluster.cqlOptions(e.log)
 	if err != nil {
 		return err
 	}
-	hosts := strings.Join(cc.Hosts, ",")
-	s, err := connect(cc)
+	hosts := strings.Join(o.Hosts, ",")
+	s, err := cql.Connect(ctx, o)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w: %w", hosts, storage.ErrUnavailable, err)
+		return err
 	}
 	defer s.Close()
 	engine := f.engine
 	if engine == engineAuto {
-		engine = schema.EngineCassandra
-		var key string
-		if s.Query("SELECT key FROM system.scylla_local LIMIT 1").WithContext(ctx).Scan(&key) == nil {
-			engine = schema.EngineScylla
+		if engine, err = cql.DetectEngine(ctx, s); err != nil {
+			return err
 		}
 	}
 	applied, err := schema.Apply(ctx, s, f.options(engine))

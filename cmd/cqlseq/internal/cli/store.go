@@ -15,7 +15,6 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/spf13/pflag"
 
-	"github.com/cqlseq/cqlseq/schema"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
 	"github.com/cqlseq/cqlseq/storage/cql"
@@ -109,8 +108,8 @@ func (c *clusterFlags) validate() []error {
 			break
 		}
 	}
-	if !schema.ValidName(c.keyspace) {
-		errs = append(errs, fmt.Errorf("--keyspace %q: want a CQL name matching ^[a-zA-Z][a-zA-Z0-9_]{0,47}$", c.keyspace))
+	if !cql.ValidName(c.keyspace) {
+		errs = append(errs, fmt.Errorf("--keyspace %q: want a CQL name matching %s", c.keyspace, cql.NamePattern))
 	}
 	if _, err := c.parseConsistency(); err != nil {
 		errs = append(errs, err)
@@ -190,37 +189,6 @@ func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
 		Logger:                   log,
 	}, nil
 }
-
-// clusterConfig returns a gocql config of the flags, keyspace unset (for
-// migrate).
-func (c *clusterFlags) clusterConfig(log *slog.Logger) (*gocql.ClusterConfig, error) {
-	o, err := c.cqlOptions(log)
-	if err != nil {
-		return nil, err
-	}
-	cc := gocql.NewCluster(o.Hosts...)
-	cc.Consistency = o.Consistency
-	cc.Timeout = o.Timeout
-	cc.ConnectTimeout = o.ConnectTimeout
-	cc.DisableInitialHostLookup = o.DisableInitialHostLookup
-	cc.Logger = gocqlLogger{log}
-	if o.Username != "" {
-		cc.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
-	}
-	if o.TLS != nil {
-		cc.SslOpts = &gocql.SslOptions{Config: o.TLS, EnableHostVerification: !o.TLS.InsecureSkipVerify}
-	}
-	return cc, nil
-}
-
-// gocqlLogger passes gocql's lines to slog at debug level.
-type gocqlLogger struct{ l *slog.Logger }
-
-func (g gocqlLogger) Print(v ...any) { g.l.Debug("gocql: " + strings.TrimSpace(fmt.Sprint(v...))) }
-func (g gocqlLogger) Printf(f string, v ...any) {
-	g.l.Debug("gocql: " + strings.TrimSpace(fmt.Sprintf(f, v...)))
-}
-func (g gocqlLogger) Println(v ...any) { g.l.Debug("gocql: " + strings.TrimSpace(fmt.Sprintln(v...))) }
 
 // openedStore is an open store and how to describe and close it.
 type openedStore struct {

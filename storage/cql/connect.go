@@ -1,0 +1,133 @@
+package cql
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// Engine names, as DetectEngine returns them (and package schema takes them).
+const (
+	EngineCassandra = "cassandra"
+	EngineScylla    = "scylla"
+)
+
+// NamePattern is what keyspace and table names must match: CQL cannot bind
+// names, so they are validated before they reach a statement. Unquoted, so
+// the server lower-cases them.
+const NamePattern = `^[a-zA-Z][a-zA-Z0-9_]{0,47}$`
+
+var validName = regexp.MustCompile(NamePattern)
+
+// ValidName reports whether s is accepted as a keyspace or table name (see
+// NamePattern).
+func ValidName(s string) bool { return validName.MatchString(s) }
+
+// ClusterConfig returns the gocql configuration of o's connection fields
+// (Hosts, Consistency, SerialConsistency, Timeout, ConnectTimeout,
+// Username, Password, TLS, PageSize, NumConns, DisableInitialHostLookup,
+// Logger), keyspace unset. Keyspace, Table and the batch fields are not
+// used or checked; o must not have a Session. For a caller that needs a
+// gocql setting Options does not carry (an observer, a policy); Connect is
+// the usual way to a session.
+func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
+	o.EnsureDefaults()
+	if err := o.validateConn(); err != nil {
+		return nil, err
+	}
+	c := gocql.NewCluster(o.Hosts...)
+	c.Consistency = o.Consistency
+	c.SerialConsistency = o.SerialConsistency
+	c.Timeout = o.Timeout
+	c.ReadTimeout = o.Timeout
+	c.WriteTimeout = o.Timeout
+	c.ConnectTimeout = o.ConnectTimeout
+	c.NumConns = o.NumConns
+	c.PageSize = o.PageSize
+	c.DisableInitialHostLookup = o.DisableInitialHostLookup
+	c.Logger = slogAdapter{o.Logger}
+	if o.Username != "" {
+		c.Authenticator = gocql.PasswordAuthenticator{Username: o.Username, Password: o.Password}
+	}
+	if o.TLS != nil {
+		c.SslOpts = &gocql.SslOptions{Config: o.TLS.Clone(), EnableHostVerification: !o.TLS.InsecureSkipVerify}
+	}
+	return c, nil
+}
+
+// Connect opens a session to the cluster of o's connection fields (see
+// ClusterConfig), keyspace unset: for the migrator, engine detection and
+// tests; Open connects by itself. ctx's deadline also bounds the connection
+// attempt to each host. The caller closes the session. A session whose
+// initialisation fails is closed here: gocql's NewSession leaks its
+// goroutines (scylladb/gocql#966), so Connect uses the non-blocking
+// constructor, which hands the session over. A cluster that does not answer
+// gives an error wrapping storage.ErrUnavailable.
+func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
+	c, err := ClusterConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	return connectConfig(ctx, c, "connect")
+}
+
+// connectConfig is Connect of a built configuration; op names the caller
+// in errors.
+func connectConfig(ctx context.Context, c *gocql.ClusterConfig, op string) (*gocql.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("cql: %s: %w", op, err)
+	}
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.ConnectTimeout {
+		c.ConnectTimeout = max(time.Until(d), time.Millisecond)
+	}
+	s, err := gocql.NewSessionNonBlocking(*c)
+	if err == nil {
+		if err = s.WaitUntilReady(); err != nil {
+			s.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(c.Hosts, ","), storage.ErrUnavailable, trimmed{err})
+	}
+	if err := ctx.Err(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("cql: %s: %w", op, err)
+	}
+	return s, nil
+}
+
+// DetectEngine returns EngineScylla if the cluster of s is ScyllaDB (it
+// has system.scylla_local), else EngineCassandra. It fails only if the
+// cluster cannot be read at all.
+func DetectEngine(ctx context.Context, s *gocql.Session) (string, error) {
+	var key string
+	if s.Query("SELECT key FROM system.scylla_local LIMIT 1").WithContext(ctx).Scan(&key) == nil {
+		return EngineScylla, nil
+	}
+	var release string
+	if err := s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&release); err != nil {
+		return "", fmt.Errorf("cql: detecting the engine: %w", trimmed{err})
+	}
+	return EngineCassandra, nil
+}
+
+// slogAdapter passes gocql's log lines to slog at Info level: the one gocql
+// logger of cqlseq.
+type slogAdapter struct{ l *slog.Logger }
+
+func (a slogAdapter) Print(v ...any) {
+	a.l.Info("gocql: " + strings.TrimSpace(fmt.Sprint(v...)))
+}
+func (a slogAdapter) Printf(format string, v ...any) {
+	a.l.Info("gocql: " + strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+func (a slogAdapter) Println(v ...any) {
+	a.l.Info("gocql: " + strings.TrimSpace(fmt.Sprintln(v...)))
+}
