@@ -3,7 +3,6 @@ package plog_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,54 +12,39 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/plog/plogtest"
 	"github.com/cqlseq/cqlseq/storage"
-	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
-// drivers runs f on a fresh mem store and a fresh bbolt store.
-func drivers(t *testing.T, f func(t *testing.T, st storage.Storage)) {
-	t.Run("mem", func(t *testing.T) {
-		st := mem.New(mem.Options{})
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
-	t.Run("bbolt", func(t *testing.T) {
-		st, err := boltdb.Open(filepath.Join(t.TempDir(), "plog.db"), boltdb.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
-}
-
 func TestFencedBlockBoundary(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) { plogtest.BlockBoundary(t, st, 1) })
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.BlockBoundary(t, st, 1) })
 }
 
 func TestFencedGroupCaps(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) { plogtest.GroupCaps(t, st, 1) })
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.GroupCaps(t, st, 1) })
 }
 
 func TestFencedSecondOwner(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) { plogtest.SecondOwner(t, st, 1) })
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.SecondOwner(t, st, 1) })
 }
 
 func TestFencedPlantedConflict(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) { plogtest.PlantedConflict(t, st, 1) })
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.PlantedConflict(t, st, 1) })
 }
 
 func TestFencedRecordsAfterEvents(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) { plogtest.RecordsAfterEvents(t, st, 1) })
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.RecordsAfterEvents(t, st, 1) })
 }
 
 func TestFenceNotReadAsEvent(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) { plogtest.FenceNotReadAsEvent(t, st, 1) })
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.FenceNotReadAsEvent(t, st, 1) })
 }
 
 // TestFencedRaceFreshBlock runs the race many times, each on a fresh
 // partition.
 func TestFencedRaceFreshBlock(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		for part := range isequencer.PartitionID(30) {
 			plogtest.RaceFreshBlock(t, st, st, st, part)
 		}
@@ -68,7 +52,7 @@ func TestFencedRaceFreshBlock(t *testing.T) {
 }
 
 func TestFencedRaceTakeover(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		for part := range isequencer.PartitionID(10) {
 			plogtest.RaceTakeover(t, st, st, part, 20)
 		}
@@ -208,7 +192,7 @@ func TestFencedCorruptFence(t *testing.T) {
 }
 
 func TestSweep(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		ctx := context.Background()
 		_, err := plog.Sweep(ctx, nil, 1, 1, 1)
 		require.ErrorIs(t, err, storage.ErrInvalidArgument)

@@ -3,7 +3,6 @@ package plog
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,29 +11,16 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
-// countingStorage counts Read calls and can block them until ctx is done.
-type countingStorage struct {
-	storage.Storage
-	reads atomic.Int64
-	block atomic.Bool
-}
-
-func (s *countingStorage) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
-	s.reads.Add(1)
-	if s.block.Load() {
-		<-ctx.Done()
-		return ctx.Err()
-	}
-	return s.Storage.Read(ctx, pKey, from, to, cb)
-}
-
-func newMem(t *testing.T) *countingStorage {
+// newMem returns a fresh mem store that counts its calls.
+func newMem(t *testing.T) *drivertest.Counting {
 	st := mem.New(mem.Options{})
 	t.Cleanup(func() { _ = st.Close() })
-	return &countingStorage{Storage: st}
+	return drivertest.NewCounting(st)
 }
 
 // putEvents stores an event at each offset, with WSID = offset and one
@@ -96,7 +82,7 @@ func TestReaderCrossesStoragePartitions(t *testing.T) {
 		{last + 1, 0, 0, 1},
 		{100_000, 0, 0, 1},
 	} {
-		st.reads.Store(0)
+		st.Reset()
 		got, err := readAll(t, r, part, tc.from)
 		require.NoError(t, err)
 		require.Len(t, got, tc.wn, "from %d", tc.from)
@@ -107,7 +93,7 @@ func TestReaderCrossesStoragePartitions(t *testing.T) {
 				require.Equal(t, got[i-1]+1, got[i], "from %d: offsets in order, no repeats", tc.from)
 			}
 		}
-		assert.Equal(t, tc.wreads, st.reads.Load(), "from %d: storage reads", tc.from)
+		assert.Equal(t, tc.wreads, st.Calls(faulty.OpRead), "from %d: storage reads", tc.from)
 	}
 }
 
@@ -118,7 +104,7 @@ func TestReaderFullStoragePartitionThenEnd(t *testing.T) {
 	got, err := readAll(t, r, 1, 1)
 	require.NoError(t, err)
 	assert.Len(t, got, 2*EventsPerPartition-1)
-	assert.Equal(t, int64(3), st.reads.Load(), "the empty third storage partition ends the log")
+	assert.Equal(t, int64(3), st.Calls(faulty.OpRead), "the empty third storage partition ends the log")
 }
 
 func TestReaderStopsAtFirstGap(t *testing.T) {
@@ -187,8 +173,9 @@ func TestReaderCallbackErrorAndContext(t *testing.T) {
 func TestReaderPageTimeout(t *testing.T) {
 	st := newMem(t)
 	putEvents(t, st, 1, span(1, 10)...)
-	st.block.Store(true)
-	r, err := NewReader(st, ReaderOptions{PageTimeout: 20 * time.Millisecond})
+	hung, err := faulty.New(st, faulty.Options{Rules: []faulty.Rule{{Ops: []string{faulty.OpRead}, Action: faulty.Timeout}}})
+	require.NoError(t, err)
+	r, err := NewReader(hung, ReaderOptions{PageTimeout: 20 * time.Millisecond})
 	require.NoError(t, err)
 	err = r.ReadEvents(context.Background(), 1, 1, func(*Event) error { return nil })
 	require.ErrorIs(t, err, context.DeadlineExceeded)

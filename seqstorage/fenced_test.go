@@ -2,7 +2,6 @@ package seqstorage
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
@@ -17,7 +18,7 @@ import (
 // numbers does not lower what the new owner reads in fenced mode; in the
 // seed's layout it does (the bug fenced mode prevents).
 func TestFencedLateWriteCannotLower(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		for _, tc := range []struct {
 			name             string
 			epochA, epochB   uint64
@@ -60,7 +61,7 @@ func TestFencedLateWriteCannotLower(t *testing.T) {
 // to fenced mode keeps its numbers; the seed cells are never written in
 // fenced mode.
 func TestFencedReadsSeedCells(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		seed := newStorage(t, Options{Storage: st})
 		require.NoError(t, seed.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(3, 1), Value: 200}, {Key: key(3, 2), Value: 5}}, 9))
 		f := newStorage(t, Options{Storage: st, Epoch: 4})
@@ -85,37 +86,20 @@ func TestFencedReadsSeedCells(t *testing.T) {
 	})
 }
 
-// readCounter counts Read and GetBatch calls.
-type readCounter struct {
-	storage.Storage
-	reads, getBatches atomic.Int64
-}
-
-func (s *readCounter) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
-	s.reads.Add(1)
-	return s.Storage.Read(ctx, pKey, from, to, cb)
-}
-
-func (s *readCounter) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
-	s.getBatches.Add(1)
-	return s.Storage.GetBatch(ctx, pKey, items)
-}
-
 // TestFencedReadNumbersOneRead: one storage read per ReadNumbers in both
 // modes (a Read of the partition when fenced, a GetBatch otherwise).
 func TestFencedReadNumbersOneRead(t *testing.T) {
-	drivers(t, func(t *testing.T, inner storage.Storage) {
-		st := &readCounter{Storage: inner}
+	drivertest.Each(t, func(t *testing.T, inner storage.Storage) {
+		st := drivertest.NewCounting(inner)
 		for _, epoch := range []uint64{0, 1} {
 			s := newStorage(t, Options{Storage: st, Epoch: epoch})
-			st.reads.Store(0)
-			st.getBatches.Store(0)
+			st.Reset()
 			_, err := s.ReadNumbers(1, []isequencer.SeqID{1, 2, 3})
 			require.NoError(t, err)
 			if epoch == 0 {
-				assert.Equal(t, [2]int64{0, 1}, [2]int64{st.reads.Load(), st.getBatches.Load()}, "seed layout: one GetBatch")
+				assert.Equal(t, [2]int64{0, 1}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "seed layout: one GetBatch")
 			} else {
-				assert.Equal(t, [2]int64{1, 0}, [2]int64{st.reads.Load(), st.getBatches.Load()}, "fenced: one Read")
+				assert.Equal(t, [2]int64{1, 0}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "fenced: one Read")
 			}
 		}
 	})

@@ -3,7 +3,6 @@ package seqstorage
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
-	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
 	"github.com/cqlseq/cqlseq/storage/mem"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
@@ -26,21 +25,6 @@ const (
 	app  isequencer.ClusterAppID = 7
 	part isequencer.PartitionID  = 3
 )
-
-// drivers runs f on each driver.
-func drivers(t *testing.T, f func(t *testing.T, st storage.Storage)) {
-	t.Run("mem", func(t *testing.T) {
-		st := mem.New(mem.Options{})
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
-	t.Run("bbolt", func(t *testing.T) {
-		st, err := boltdb.Open(filepath.Join(t.TempDir(), "seq.db"), boltdb.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
-}
 
 func newStorage(t *testing.T, o Options) *Storage {
 	t.Helper()
@@ -55,7 +39,7 @@ func key(ws isequencer.WSID, id isequencer.SeqID) isequencer.NumberKey {
 }
 
 func TestNumbersAndOffset(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		s := newStorage(t, Options{Storage: st})
 		off, err := s.ReadNextPLogOffset()
 		require.NoError(t, err)
@@ -196,7 +180,7 @@ func replay(t *testing.T, s *Storage, from isequencer.PLogOffset) (replayed, err
 }
 
 func TestActualizeFromPLog(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		const n = 2*plog.EventsPerPartition + 100
 		writeEvents(t, st, n)
 		s := newStorage(t, Options{Storage: st})

@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,27 +15,12 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
-	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// drivers runs f on mem and on bbolt.
-func drivers(t *testing.T, f func(t *testing.T, st storage.Storage)) {
-	t.Run("mem", func(t *testing.T) {
-		st := mem.New(mem.Options{})
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
-	t.Run("bbolt", func(t *testing.T) {
-		st, err := boltdb.Open(filepath.Join(t.TempDir(), "v.db"), boltdb.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
-}
 
 // TestGoldenFencedLayouts pins the fenced mode's persisted bytes: the
 // 10-byte epoch number cell and the epoch row.
@@ -70,29 +53,13 @@ func TestGoldenFencedLayouts(t *testing.T) {
 	assert.Equal(t, []kv{{"00000001", "0000000000000001"}}, read("00000002"+"0a0b0c0d"+"beef"))
 }
 
-// countingReads counts Read and GetBatch calls.
-type countingReads struct {
-	storage.Storage
-	reads, getBatches atomic.Int64
-}
-
-func (s *countingReads) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
-	s.reads.Add(1)
-	return s.Storage.Read(ctx, pKey, from, to, cb)
-}
-
-func (s *countingReads) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
-	s.getBatches.Add(1)
-	return s.Storage.GetBatch(ctx, pKey, items)
-}
-
 func nv(ws isequencer.WSID, id isequencer.SeqID, n isequencer.Number) isequencer.SeqValue {
 	return isequencer.SeqValue{Key: isequencer.NumberKey{WSID: ws, SeqID: id}, Value: n}
 }
 
 func TestGetNumbersMax(t *testing.T) {
-	drivers(t, func(t *testing.T, inner storage.Storage) {
-		st := &countingReads{Storage: inner}
+	drivertest.Each(t, func(t *testing.T, inner storage.Storage) {
+		st := drivertest.NewCounting(inner)
 		ctx := context.Background()
 		a := New(st, 5)
 		ids := []isequencer.SeqID{1, 2, 3, 2}
@@ -107,11 +74,11 @@ func TestGetNumbersMax(t *testing.T) {
 		require.NoError(t, a.PutNumbersEpoch(ctx, 2, []isequencer.SeqValue{nv(1, 1, 20), nv(1, 9, 1e6), nv(2, 3, 1e6)}))
 		require.NoError(t, a.PutNumbersEpoch(ctx, 1, nil), "an empty batch is a no-op")
 
-		st.reads.Store(0)
+		st.Reset()
 		require.NoError(t, a.GetNumbersMax(ctx, 1, ids, dst))
 		assert.Equal(t, []isequencer.Number{40, 500, 0, 500}, dst[:4], "max over the seed and every epoch; SeqID 9 and WSID 2 ignored")
-		assert.Equal(t, int64(1), st.reads.Load(), "one Read of the workspace partition")
-		assert.Zero(t, st.getBatches.Load())
+		assert.Equal(t, int64(1), st.Calls(faulty.OpRead), "one Read of the workspace partition")
+		assert.Zero(t, st.Calls(faulty.OpGetBatch))
 
 		// The seed path still sees only the seed cells.
 		require.NoError(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2}, dst))
@@ -123,7 +90,7 @@ func TestGetNumbersMax(t *testing.T) {
 }
 
 func TestGetNumbersMaxBadCells(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		ctx := context.Background()
 		a := New(st, 5)
 		dst := make([]isequencer.Number, 2)
@@ -153,7 +120,7 @@ func TestGetNumbersMaxBadCells(t *testing.T) {
 }
 
 func TestEpoch(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		ctx := context.Background()
 		a := New(st, 5)
 		e, err := a.GetEpoch(ctx, 3)
@@ -192,7 +159,7 @@ func TestEpoch(t *testing.T) {
 // TestNextEpochConcurrent: concurrent acquisitions never return the same
 // epoch, and the stored epoch is the largest returned.
 func TestNextEpochConcurrent(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		ctx := context.Background()
 		const workers, each = 8, 10
 		got := make(chan uint64, workers*each)
