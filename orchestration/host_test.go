@@ -19,6 +19,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/orchestration"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
@@ -218,10 +219,11 @@ func TestSecondHostFailsToStart(t *testing.T) {
 
 func TestAcquisitionTimeoutReportsStorageErrors(t *testing.T) {
 	f := newFixture(t)
-	faulty := electionstest.NewFaulty(f.st)
-	faulty.Set(electionstest.OpGet, electionstest.Fault{Err: storage.ErrUnavailable})
+	fst, err := faulty.New(f.st, faulty.Options{})
+	require.NoError(t, err)
+	require.NoError(t, fst.SetRules(faulty.Rule{Ops: []string{faulty.OpGet}, Action: faulty.Fail}))
 	c := f.config()
-	c.Storage = faulty
+	c.Storage = fst
 	h := newHost(t, c)
 	problems := make(chan context.Context, 1)
 	go func() { problems <- h.Launch() }()
@@ -274,15 +276,16 @@ func TestLeadershipLossStopsServices(t *testing.T) {
 
 func TestLeadershipExpiryWithoutKiller(t *testing.T) {
 	f := newFixture(t)
-	faulty := electionstest.NewFaulty(f.st)
+	fst, err := faulty.New(f.st, faulty.Options{})
+	require.NoError(t, err)
 	p := newProbe()
 	c := f.config(p.service("s"))
-	c.Storage = faulty
+	c.Storage = fst
 	c.KillThreshold = -1
 	h := newHost(t, c)
 	problem := h.Launch()
 	recv(t, p.started, "start")
-	faulty.Set(electionstest.OpCompareAndSwap, electionstest.Fault{Err: storage.ErrUnavailable})
+	require.NoError(t, fst.SetRules(faulty.Rule{Ops: []string{faulty.OpCompareAndSwap}, Action: faulty.Fail}))
 	f.clock.Advance(lease - time.Second - time.Millisecond)
 	requireLive(t, problem)
 	f.clock.Advance(time.Millisecond)

@@ -1,6 +1,6 @@
 // Package electionstest holds the elections suite every storage driver
-// runs, a FakeClock, and Faulty, a storage wrapper that fails chosen calls.
-// It imports testing; production code must not import it.
+// runs and a FakeClock; the suite injects storage faults with package
+// faulty. It imports testing; production code must not import it.
 package electionstest
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/elections"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 )
 
 // Harness describes the driver under test.
@@ -139,6 +140,43 @@ func (r *recorder) wait(t testing.TB, key uint32, want elections.EventKind) elec
 func newKey() uint32 { return rand.Uint32() }
 
 // store returns a new storage closed at the test's end.
+// newFaulty wraps st in a faulty.Store without rules. Closing it would
+// close st: the test's cleanup closes st instead.
+func newFaulty(t *testing.T, st storage.Storage) *faulty.Store {
+	t.Helper()
+	f, err := faulty.New(st, faulty.Options{})
+	require.NoError(t, err)
+	return f
+}
+
+// rule builds a faulty.Rule.
+type rule faulty.Rule
+
+// fail is a rule failing every call of ops with err.
+func fail(err error, ops ...string) rule {
+	return rule{Ops: ops, Action: faulty.Fail, Err: err}
+}
+
+// applied makes the call reach the store first: a write that is applied
+// and still reported as failed.
+func (r rule) applied() rule { r.AfterCall = true; return r }
+
+// on limits the rule to one clustering key.
+func (r rule) on(cCols []byte) rule { r.CCols = cCols; return r }
+
+// times limits the rule to n calls.
+func (r rule) times(n int) rule { r.Times = n; return r }
+
+// setRules replaces f's rules.
+func setRules(t *testing.T, f *faulty.Store, rules ...rule) {
+	t.Helper()
+	rs := make([]faulty.Rule, len(rules))
+	for i, r := range rules {
+		rs[i] = faulty.Rule(r)
+	}
+	require.NoError(t, f.SetRules(rs...))
+}
+
 func (s *suite) store(t *testing.T) storage.Storage {
 	st := s.h.New(t)
 	t.Cleanup(func() { _ = st.Close() })
@@ -262,13 +300,13 @@ func (s *suite) renewalKeepsIt(t *testing.T) {
 
 func (s *suite) transientFailures(t *testing.T) {
 	st := s.store(t)
-	f := NewFaulty(st)
+	f := newFaulty(t, st)
 	r := newRecorder()
 	a := s.elections(t, f, r)
 	key := newKey()
 	l := s.acquire(t, a, key, "a")
 	deadline := l.Deadline()
-	f.Set(OpCompareAndSwap, Fault{Err: errUnavailable, Times: 2})
+	setRules(t, f, fail(errUnavailable, faulty.OpCompareAndSwap).times(2))
 	s.h.Advance(t, s.tm.RenewEvery)
 	ev := r.wait(t, key, elections.EventRenewFailed)
 	require.ErrorIs(t, ev.Err, storage.ErrUnavailable)
@@ -278,18 +316,18 @@ func (s *suite) transientFailures(t *testing.T) {
 	r.wait(t, key, elections.EventRenewed)
 	require.NoError(t, l.Ctx.Err())
 	assert.True(t, l.Deadline().After(deadline))
-	assert.Equal(t, 2, f.Failed(OpCompareAndSwap))
+	assert.Equal(t, uint64(2), f.InjectedOn(faulty.OpCompareAndSwap))
 }
 
 func (s *suite) expiryHandsOver(t *testing.T) {
 	st := s.store(t)
-	f := NewFaulty(st)
+	f := newFaulty(t, st)
 	r := newRecorder()
 	a, b := s.elections(t, f, r), s.elections(t, st, nil)
 	key := newKey()
 	la := s.acquire(t, a, key, "a")
 	deadline := la.Deadline()
-	f.Set(OpCompareAndSwap, Fault{Err: errUnavailable})
+	setRules(t, f, fail(errUnavailable, faulty.OpCompareAndSwap))
 	if s.exact {
 		s.h.Advance(t, s.tm.Validity-time.Millisecond)
 		require.NoError(t, la.Ctx.Err(), "held until the local deadline")
@@ -378,35 +416,36 @@ func (s *suite) epochGrows(t *testing.T) {
 
 func (s *suite) unknownOutcomes(t *testing.T) {
 	st := s.store(t)
-	f := NewFaulty(st)
+	f := newFaulty(t, st)
 	a, b := s.elections(t, f, nil), s.elections(t, st, nil)
 	key := newKey()
 	lease, epoch := elections.CCols(elections.RowLease), elections.CCols(elections.RowEpoch)
 	ctx := context.Background()
 
-	f.Set(OpInsertIfNotExists, Fault{Err: errUnknown, Apply: true, CCols: lease, Times: 1})
+	setRules(t, f, fail(errUnknown, faulty.OpInsertIfNotExists).applied().on(lease).times(1))
 	l1 := s.acquire(t, a, key, "a")
-	assert.Equal(t, 1, f.Failed(OpInsertIfNotExists))
+	assert.Equal(t, uint64(1), f.InjectedOn(faulty.OpInsertIfNotExists))
 	s.requireHolder(t, b, key, l1, "a")
 
-	f.Set(OpCompareAndDelete, Fault{Err: errUnknown, Apply: true, Times: 1})
+	setRules(t, f, fail(errUnknown, faulty.OpCompareAndDelete).applied().times(1))
 	require.NoError(t, a.Release(ctx, key), "an applied delete with an unknown outcome is resolved by reading")
 	l2 := s.acquire(t, b, key, "b")
 	require.NoError(t, b.Release(ctx, key))
 
-	f.Set(OpCompareAndSwap, Fault{Err: errUnknown, Apply: true, CCols: epoch, Times: 1})
+	setRules(t, f, fail(errUnknown, faulty.OpCompareAndSwap).applied().on(epoch).times(1))
 	l3 := s.acquire(t, a, key, "a")
 	assert.Equal(t, l2.Epoch+1, l3.Epoch, "an applied epoch bump with an unknown outcome counts once")
 	s.requireHolder(t, b, key, l3, "a")
 	require.NoError(t, a.Release(ctx, key))
 
-	f.Set(OpInsertIfNotExists, Fault{Err: errUnknown, CCols: lease, Times: 1})
-	f.Set(OpCompareAndSwap, Fault{Err: errUnknown, CCols: epoch, Times: 1})
+	setRules(t, f,
+		fail(errUnknown, faulty.OpInsertIfNotExists).on(lease).times(1),
+		fail(errUnknown, faulty.OpCompareAndSwap).on(epoch).times(1))
 	l4 := s.acquire(t, a, key, "a")
 	assert.Equal(t, l3.Epoch+1, l4.Epoch, "writes not applied are retried")
 	s.requireHolder(t, b, key, l4, "a")
-	assert.Equal(t, 2, f.Failed(OpInsertIfNotExists))
-	assert.Equal(t, 2, f.Failed(OpCompareAndSwap))
+	assert.Equal(t, uint64(2), f.InjectedOn(faulty.OpInsertIfNotExists))
+	assert.Equal(t, uint64(2), f.InjectedOn(faulty.OpCompareAndSwap))
 }
 
 func (s *suite) specShape(t *testing.T) {
@@ -452,13 +491,11 @@ func (s *suite) cleanup(t *testing.T) {
 func (s *suite) cleanupWhileFailing(t *testing.T) {
 	st := s.store(t)
 	leak := append([]goleak.Option{goleak.IgnoreCurrent()}, s.h.LeakOptions...)
-	f := NewFaulty(st)
+	f := newFaulty(t, st)
 	a := s.elections(t, f, nil)
 	l1 := s.acquire(t, a, newKey(), "a")
 	l2 := s.acquire(t, a, newKey(), "a")
-	for _, op := range []Op{OpGet, OpInsertIfNotExists, OpCompareAndSwap, OpCompareAndDelete} {
-		f.Set(op, Fault{Err: errUnavailable})
-	}
+	setRules(t, f, fail(errUnavailable, faulty.OpGet, faulty.OpInsertIfNotExists, faulty.OpCompareAndSwap, faulty.OpCompareAndDelete))
 	s.h.Advance(t, s.tm.RenewEvery)
 	done := make(chan struct{})
 	go func() {

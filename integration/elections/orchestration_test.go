@@ -9,10 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/elections"
-	"github.com/cqlseq/cqlseq/elections/electionstest"
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/orchestration"
-	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 )
 
 // started is what a probe service saw: its assignment and when it began.
@@ -74,7 +73,8 @@ func TestHandOverOnShutdown(t *testing.T) {
 func TestHandOverOnLoss(t *testing.T) {
 	itest.NoLeaks(t)
 	st := open(t)
-	faulty := electionstest.NewFaulty(st)
+	fst, err := faulty.New(st, faulty.Options{})
+	require.NoError(t, err)
 	ev1, ev2 := make(chan elections.Event, 256), make(chan elections.Event, 256)
 	s1, s2 := make(chan started, 1), make(chan started, 1)
 	stopped1 := make(chan time.Time, 1)
@@ -85,13 +85,13 @@ func TestHandOverOnLoss(t *testing.T) {
 		return ctx.Err()
 	}}
 
-	h1, p1 := itest.Launch(t, itest.HostConfig(faulty, 1, svc1, ev1))
+	h1, p1 := itest.Launch(t, itest.HostConfig(fst, 1, svc1, ev1))
 	problem1 := itest.Recv(t, p1, "host 1 launch")
 	a1 := itest.Recv(t, s1, "host 1 service").a
 	h2, p2 := itest.Launch(t, itest.HostConfig(st, 2, probe(s2), ev2))
 	waitRenewals(t, ev1, 2)
 
-	faulty.Set(electionstest.OpCompareAndSwap, electionstest.Fault{Err: storage.ErrUnavailable})
+	require.NoError(t, fst.SetRules(faulty.Rule{Ops: []string{faulty.OpCompareAndSwap}, Action: faulty.Fail}))
 	itest.Recv(t, problem1.Done(), "host 1 problem")
 	require.ErrorIs(t, context.Cause(problem1), orchestration.ErrLeadershipLost)
 	stop1 := itest.Recv(t, stopped1, "host 1 service stop")

@@ -14,12 +14,12 @@ import (
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/elections"
-	"github.com/cqlseq/cqlseq/elections/electionstest"
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/orchestration"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 )
 
 const (
@@ -203,12 +203,13 @@ func TestFencedPartitionsHandOver(t *testing.T) {
 func handOver(t *testing.T, loss bool) {
 	itest.NoLeaks(t)
 	st1, st2 := open(t), open(t)
-	// Host 1's leases go through faulty; its partitions through st1.
-	faulty := electionstest.NewFaulty(st1)
+	// Host 1's leases go through the faulty store; its partitions through st1.
+	fst, err := faulty.New(st1, faulty.Options{})
+	require.NoError(t, err)
 	svc1, svc2 := newPartitionsService("host1", st1), newPartitionsService("host2", st2)
 	ev1, ev2 := make(chan elections.Event, 256), make(chan elections.Event, 256)
 
-	h1, p1 := itest.Launch(t, itest.HostConfig(faulty, 1, svc1.service(), ev1))
+	h1, p1 := itest.Launch(t, itest.HostConfig(fst, 1, svc1.service(), ev1))
 	problem1 := itest.Recv(t, p1, "host 1 launch")
 	require.NoError(t, problem1.Err())
 	a1 := itest.Recv(t, svc1.started, "host 1 service")
@@ -225,7 +226,7 @@ func handOver(t *testing.T, loss bool) {
 	}
 
 	if loss {
-		faulty.Set(electionstest.OpCompareAndSwap, electionstest.Fault{Err: storage.ErrUnavailable})
+		require.NoError(t, fst.SetRules(faulty.Rule{Ops: []string{faulty.OpCompareAndSwap}, Action: faulty.Fail}))
 		itest.Recv(t, problem1.Done(), "host 1 problem")
 		require.ErrorIs(t, context.Cause(problem1), orchestration.ErrLeadershipLost)
 	} else {

@@ -1,9 +1,12 @@
-// Package faulty wraps a storage.Storage and fails, delays or times out
-// chosen calls, by rules that can change while the Store is in use. Tests
-// and the CLI's bench use it to drive code through storage faults.
+// Package faulty owns cqlseq's storage fault injection: a wrapper around a
+// storage.Storage that fails, delays or times out chosen calls (by
+// operation, clustering key, probability and count), by rules that can
+// change while the Store is in use. Tests and the CLI's bench use it to
+// drive code through storage faults.
 package faulty
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,6 +51,7 @@ func withDefaults(rules []Rule) []Rule {
 	for i := range rules {
 		r := &rules[i]
 		r.Ops = slices.Clone(r.Ops)
+		r.CCols = bytes.Clone(r.CCols)
 		if r.Probability == 0 {
 			r.Probability = 1
 		}
@@ -69,6 +73,7 @@ type Store struct {
 		sync.Mutex
 		rules []rule
 		rng   *rand.Rand
+		byOp  map[string]uint64 // faults injected per operation
 	}
 }
 
@@ -92,6 +97,7 @@ func New(inner storage.Storage, o Options) (*Store, error) {
 	}
 	s := &Store{inner: inner, closing: make(chan struct{})}
 	s.mu.rng = rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	s.mu.byOp = make(map[string]uint64)
 	s.setLocked(o.Rules)
 	return s, nil
 }
@@ -130,13 +136,21 @@ func (s *Store) setLocked(rules []Rule) {
 // Injected returns how many faults the Store has injected so far.
 func (s *Store) Injected() uint64 { return s.injected.Load() }
 
-// pick returns the rule that fires on this call of op, if any.
-func (s *Store) pick(op string) (Rule, bool) {
+// InjectedOn returns how many faults the Store has injected so far into
+// calls of op.
+func (s *Store) InjectedOn(op string) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.byOp[op]
+}
+
+// pick returns the rule that fires on this call of op on key, if any.
+func (s *Store) pick(op string, key []byte, keyed bool) (Rule, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.mu.rules {
 		r := &s.mu.rules[i]
-		if r.Times > 0 && r.left == 0 || !r.matches(op) {
+		if r.Times > 0 && r.left == 0 || !r.matches(op, key, keyed) {
 			continue
 		}
 		if r.Probability < 1 && s.mu.rng.Float64() >= r.Probability {
@@ -146,14 +160,25 @@ func (s *Store) pick(op string) (Rule, bool) {
 			r.left--
 		}
 		s.injected.Add(1)
+		s.mu.byOp[op]++
 		return r.Rule, true
 	}
 	return Rule{}, false
 }
 
-// do runs call as the rule picked for op says.
+// do runs call as the rule picked for op says; the call has no single
+// clustering key.
 func (s *Store) do(ctx context.Context, op string, call func() error) error {
-	r, ok := s.pick(op)
+	return s.doKeyed(ctx, op, nil, false, call)
+}
+
+// doKey is do for a call on one clustering key.
+func (s *Store) doKey(ctx context.Context, op string, key []byte, call func() error) error {
+	return s.doKeyed(ctx, op, key, true, call)
+}
+
+func (s *Store) doKeyed(ctx context.Context, op string, key []byte, keyed bool, call func() error) error {
+	r, ok := s.pick(op, key, keyed)
 	if !ok {
 		return call()
 	}
@@ -197,7 +222,7 @@ func (s *Store) act(ctx context.Context, op string, r *Rule) error {
 
 // Get implements storage.Storage.
 func (s *Store) Get(ctx context.Context, pKey, cCols []byte) (value []byte, ok bool, err error) {
-	err = s.do(ctx, OpGet, func() (err error) {
+	err = s.doKey(ctx, OpGet, cCols, func() (err error) {
 		value, ok, err = s.inner.Get(ctx, pKey, cCols)
 		return err
 	})
@@ -214,7 +239,7 @@ func (s *Store) GetBatch(ctx context.Context, pKey []byte, items []storage.GetIt
 
 // Put implements storage.Storage.
 func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
-	return s.do(ctx, OpPut, func() error { return s.inner.Put(ctx, pKey, cCols, value) })
+	return s.doKey(ctx, OpPut, cCols, func() error { return s.inner.Put(ctx, pKey, cCols, value) })
 }
 
 // PutBatch implements storage.Storage.
@@ -230,7 +255,7 @@ func (s *Store) Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb fu
 
 // InsertIfNotExists implements storage.Storage.
 func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (ok bool, err error) {
-	err = s.do(ctx, OpInsertIfNotExists, func() (err error) {
+	err = s.doKey(ctx, OpInsertIfNotExists, cCols, func() (err error) {
 		ok, err = s.inner.InsertIfNotExists(ctx, pKey, cCols, value, ttl)
 		return err
 	})
@@ -239,7 +264,7 @@ func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte
 
 // CompareAndSwap implements storage.Storage.
 func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (ok bool, err error) {
-	err = s.do(ctx, OpCompareAndSwap, func() (err error) {
+	err = s.doKey(ctx, OpCompareAndSwap, cCols, func() (err error) {
 		ok, err = s.inner.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
 		return err
 	})
@@ -248,7 +273,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newVa
 
 // CompareAndDelete implements storage.Storage.
 func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (ok bool, err error) {
-	err = s.do(ctx, OpCompareAndDelete, func() (err error) {
+	err = s.doKey(ctx, OpCompareAndDelete, cCols, func() (err error) {
 		ok, err = s.inner.CompareAndDelete(ctx, pKey, cCols, expected)
 		return err
 	})
@@ -266,7 +291,7 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 
 // QueryTTL implements storage.Storage.
 func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (ttl time.Duration, ok bool, err error) {
-	err = s.do(ctx, OpQueryTTL, func() (err error) {
+	err = s.doKey(ctx, OpQueryTTL, cCols, func() (err error) {
 		ttl, ok, err = s.inner.QueryTTL(ctx, pKey, cCols)
 		return err
 	})

@@ -330,3 +330,24 @@ func TestOptionsDoNotAliasTheCallersRules(t *testing.T) {
 	assert.Zero(t, rules[0].Probability, "the caller's slice is unchanged")
 	assert.Nil(t, rules[0].Err)
 }
+
+func TestCColsMatchesOneClusteringKey(t *testing.T) {
+	other := []byte("other")
+	s := newStore(t, faulty.Options{Rules: []faulty.Rule{{Action: faulty.Fail, CCols: c}}})
+	require.NoError(t, s.Put(ctx, p, other, []byte("v")), "another key passes")
+	_, _, err := s.Get(ctx, p, other)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.Put(ctx, p, c, []byte("v")), faulty.ErrInjected, "the key fails")
+	_, _, err = s.Get(ctx, p, c)
+	require.ErrorIs(t, err, faulty.ErrInjected)
+	_, err = s.CompareAndSwap(ctx, p, c, []byte("v"), []byte("w"), 0)
+	require.ErrorIs(t, err, faulty.ErrInjected)
+	require.NoError(t, s.PutBatch(ctx, []storage.Row{{PKey: p, CCols: c, Value: []byte("v")}}),
+		"a call without a single clustering key never matches")
+	require.NoError(t, s.Read(ctx, p, nil, nil, func(_, _ []byte) error { return nil }))
+	assert.Equal(t, uint64(1), s.InjectedOn(faulty.OpPut))
+	assert.Equal(t, uint64(1), s.InjectedOn(faulty.OpGet))
+	assert.Equal(t, uint64(1), s.InjectedOn(faulty.OpCompareAndSwap))
+	assert.Zero(t, s.InjectedOn(faulty.OpPutBatch))
+	assert.Equal(t, uint64(3), s.Injected())
+}

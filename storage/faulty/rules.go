@@ -1,6 +1,7 @@
 package faulty
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -85,6 +86,12 @@ type Rule struct {
 	// Delay.
 	Delay time.Duration
 
+	// CCols, if not nil, limits the rule to calls on this one clustering
+	// key (Get, Put, InsertIfNotExists, CompareAndSwap, CompareAndDelete,
+	// QueryTTL); it never matches a call without a single clustering key
+	// (GetBatch, PutBatch, Read, ApplyBatchIf).
+	CCols []byte
+
 	// AfterCall applies the action after the wrapped call has run (and
 	// succeeded): the write took effect but the caller sees the fault, as
 	// with a reply lost on the way back. A failing wrapped call returns its
@@ -126,7 +133,14 @@ func (r *Rule) validate(i int) error {
 	return errors.Join(errs...)
 }
 
-func (r *Rule) matches(op string) bool { return len(r.Ops) == 0 || slices.Contains(r.Ops, op) }
+// matches reports whether r applies to a call of op on key (keyed: the
+// call has one clustering key).
+func (r *Rule) matches(op string, key []byte, keyed bool) bool {
+	if len(r.Ops) > 0 && !slices.Contains(r.Ops, op) {
+		return false
+	}
+	return r.CCols == nil || keyed && bytes.Equal(r.CCols, key)
+}
 
 // ValidateRules reports every problem of rules at once; each wraps
 // ErrInvalidRule.
