@@ -216,7 +216,8 @@ type Metrics interface {
 	Unflushed(n int)
 	// Flushed reports one successful flush write.
 	Flushed(values int, took time.Duration)
-	// Actualized reports one completed actualization.
+	// Actualized reports one completed actualization and the number of
+	// PLog events it replayed, before Start can return ok again.
 	Actualized(events int, took time.Duration)
 	// StorageError counts a failed storage call by operation name
 	// ("ReadNumbers", "ReadNextPLogOffset", "WriteValuesAndNextPLogOffset",

@@ -256,8 +256,10 @@ func (s *sequencer) actualize() bool {
 	s.worker.claim = next
 	s.shared.watermark.v.Store(uint64(next))
 	took := time.Since(began)
-	s.shared.state.And(^stateActualizing)
+	// Reported before Start can succeed, so that a caller's first
+	// transaction sees the actualization counted.
 	s.m.Actualized(events, took)
+	s.shared.state.And(^stateActualizing)
 	s.p.Logger.Info("isequencer: actualized",
 		"stored_next_plog_offset", stored, "events_replayed", events,
 		"numbers_recovered", len(rec), "next_plog_offset", next, "took", took)

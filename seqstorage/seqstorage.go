@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync/atomic"
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -95,8 +94,8 @@ func (o *Options) Validate() error {
 }
 
 // Storage implements isequencer.ISeqStorage for one application partition.
-// Calls follow ISeqStorage's concurrency contract; EventsRead and
-// CancelCalls may be called at any time.
+// Calls follow ISeqStorage's concurrency contract; CancelCalls may be
+// called at any time.
 //
 // Every call runs under the Storage's lifetime context (and its own
 // Options.Timeout): CancelCalls, which the sequencer's cleanup calls, ends
@@ -108,8 +107,7 @@ type Storage struct {
 	ad     *vvmadapter.Adapter
 	reader plog.PLogReader
 	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
-	events atomic.Uint64
-	life   context.Context // the lifetime context; done after CancelCalls
+	life   context.Context       // the lifetime context; done after CancelCalls
 	cancel context.CancelFunc
 }
 
@@ -156,10 +154,6 @@ func (s *Storage) wrap(err error) error {
 	}
 	return err
 }
-
-// EventsRead returns the number of PLog events ActualizeSequencesFromPLog
-// has passed to its batchers since New.
-func (s *Storage) EventsRead() uint64 { return s.events.Load() }
 
 // ReadNumbers implements isequencer.ISeqStorage with one partition read of
 // the workspace (see Options.Epoch).
@@ -228,7 +222,6 @@ func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequen
 			b = append(b, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: e.WSID, SeqID: n.SeqID}, Value: n.Number})
 		}
 		s.batch = b
-		s.events.Add(1)
 		batcherErr = batcher(b, e.Offset)
 		return batcherErr
 	})

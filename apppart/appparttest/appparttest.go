@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -185,3 +186,28 @@ func (h *LogCapture) WaitFor(t testing.TB, n int, subs ...string) string {
 		}
 	}
 }
+
+// Replays is an isequencer.Metrics that counts the PLog events the
+// sequencer's actualizations replayed (Options.Sequencer.Metrics).
+type Replays struct{ events atomic.Int64 }
+
+// Events returns the events replayed so far.
+func (r *Replays) Events() int64 { return r.events.Load() }
+
+// Actualized implements isequencer.Metrics.
+func (r *Replays) Actualized(events int, _ time.Duration) { r.events.Add(int64(events)) }
+
+// Transaction implements isequencer.Metrics.
+func (*Replays) Transaction() {}
+
+// Busy implements isequencer.Metrics.
+func (*Replays) Busy(isequencer.BusyReason) {}
+
+// Unflushed implements isequencer.Metrics.
+func (*Replays) Unflushed(int) {}
+
+// Flushed implements isequencer.Metrics.
+func (*Replays) Flushed(int, time.Duration) {}
+
+// StorageError implements isequencer.Metrics.
+func (*Replays) StorageError(string) {}

@@ -41,13 +41,15 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 	require.LessOrEqual(t, stored, isequencer.PLogOffset(n+1))
 	t.Logf("%d events written, stored next offset %d: tail %d", n, stored, n-int(stored)+1)
 
+	replays := &Replays{}
+	o.Sequencer.Metrics = replays
 	p2 := Open(t, o)
 	for i := 1; i <= workspaces; i++ {
 		cmd := Cmd(WS(part, i))
 		r, err := Do(t, p2, cmd)
 		require.NoError(t, err)
 		if i == 1 {
-			assert.Equal(t, uint64(n)-uint64(stored)+1, p2.SeqStorage().EventsRead(), "the replay reads only the tail")
+			assert.Equal(t, int64(n)-int64(stored)+1, replays.Events(), "the replay reads only the tail")
 			assert.Equal(t, isequencer.PLogOffset(n+1), r.Offset)
 		}
 		before.RequireAbove(t, cmd, r)
@@ -58,11 +60,13 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 	total := n + workspaces
 	rewound := isequencer.PLogOffset(n/2 + 1)
 	require.NoError(t, vvmadapter.New(st, App).PutPLogOffset(context.Background(), part, rewound))
+	replays = &Replays{}
+	o.Sequencer.Metrics = replays
 	p3 := Open(t, o)
 	cmd := Cmd(WS(part, 7))
 	r, err := Do(t, p3, cmd)
 	require.NoError(t, err)
-	assert.Equal(t, uint64(total)-uint64(rewound)+1, p3.SeqStorage().EventsRead(), "the replay reads from the stored offset")
+	assert.Equal(t, int64(total)-int64(rewound)+1, replays.Events(), "the replay reads from the stored offset")
 	assert.Equal(t, isequencer.PLogOffset(total+1), r.Offset)
 	before.RequireAbove(t, cmd, r)
 }
