@@ -1,8 +1,10 @@
-// Package isequencer hands out per-workspace sequence numbers and PLog
-// offsets. It keeps the next values of recently used sequences in an LRU,
-// flushes issued values to an injected ISeqStorage in batches, and on start
-// (or after a failed PLog write) actualizes its state from the PLog tail that
-// follows the last flushed offset.
+// Package isequencer is the sequencer core: it owns the in-memory state of
+// the per-workspace sequence numbers and PLog offsets it hands out. It keeps
+// the next values of recently used sequences in an LRU, flushes issued
+// values to an injected ISeqStorage in batches, and on start (or after a
+// failed PLog write) actualizes its state from the PLog tail that follows
+// the last flushed offset. Its one goroutine, the worker, is stopped by
+// cleanup, which also cancels the storage call in flight (ISeqStorageCanceler).
 //
 // The package imports nothing of cqlseq: storage is injected through
 // ISeqStorage.

@@ -64,25 +64,20 @@ func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
 
 // Connect opens a session to the cluster of o's connection fields (see
 // ClusterConfig), keyspace unset: for the migrator, engine detection and
-// tests; Open connects by itself. ctx's deadline also bounds the connection
-// attempt to each host. The caller closes the session. A session whose
-// initialisation fails is closed here: gocql's NewSession leaks its
-// goroutines (scylladb/gocql#966), so Connect uses the non-blocking
-// constructor, which hands the session over. A cluster that does not answer
-// gives an error wrapping storage.ErrUnavailable.
+// tests; Open connects with it unless Options.Session is set. ctx's
+// deadline also bounds the connection attempt to each host. The caller
+// closes the session. A session whose initialisation fails is closed here:
+// gocql's NewSession leaks its goroutines (scylladb/gocql#966), so Connect
+// uses the non-blocking constructor, which hands the session over. A
+// cluster that does not answer gives an error wrapping
+// storage.ErrUnavailable.
 func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 	c, err := ClusterConfig(o)
 	if err != nil {
 		return nil, err
 	}
-	return connectConfig(ctx, c, "connect")
-}
-
-// connectConfig is Connect of a built configuration; op names the caller
-// in errors.
-func connectConfig(ctx context.Context, c *gocql.ClusterConfig, op string) (*gocql.Session, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("cql: %s: %w", op, err)
+		return nil, fmt.Errorf("cql: connect: %w", err)
 	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.ConnectTimeout {
 		c.ConnectTimeout = max(time.Until(d), time.Millisecond)
@@ -98,7 +93,7 @@ func connectConfig(ctx context.Context, c *gocql.ClusterConfig, op string) (*goc
 	}
 	if err := ctx.Err(); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("cql: %s: %w", op, err)
+		return nil, fmt.Errorf("cql: connect: %w", err)
 	}
 	return s, nil
 }

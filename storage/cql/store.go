@@ -92,7 +92,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	st := &Store{o: o, session: o.Session, stmt: newStatements(o.Keyspace, o.Table)}
 	if st.session == nil {
-		s, err := connect(ctx, o)
+		s, err := Connect(ctx, o)
 		if err != nil {
 			return nil, err
 		}
@@ -103,14 +103,6 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, err
 	}
 	return st, nil
-}
-
-func connect(ctx context.Context, o Options) (*gocql.Session, error) {
-	c, err := ClusterConfig(o)
-	if err != nil {
-		return nil, err
-	}
-	return connectConfig(ctx, c, "open")
 }
 
 // checkTable fails clearly when the keyspace or table is missing.
