@@ -154,7 +154,7 @@ func (o *Options) Validate() error {
 func (o *Options) validateConn() error {
 	var errs []error
 	if o.Session != nil {
-		errs = append(errs, errors.New("Session is set: Connect makes a session of its own"))
+		errs = append(errs, errors.New("a Session is set: Connect makes a session of its own"))
 	}
 	return invalid(append(errs, o.connProblems()...))
 }
