@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// run is the sequencer's only goroutine. It actualizes on request and
-// otherwise writes accepted values. It owns wbuf, replay, head and
-// writtenOffset, and, while stateActualizing is set, the caller-side fields.
-// cleanup cancels ctx and waits for it to close done.
+// run is the sequencer's only goroutine, the worker. It actualizes on
+// request and otherwise writes accepted values. It owns s.worker and, while
+// stateActualizing is set, s.caller. cleanup cancels ctx and waits for it to
+// close done.
 func (s *sequencer) run() {
 	defer close(s.done)
 	for {
@@ -64,7 +64,7 @@ func (s *sequencer) flush() bool {
 	if s.marks != nil {
 		return s.flushGroup()
 	}
-	offset := PLogOffset(s.shared.pubOffset.v.Load()) // before ringTail: see sequencer.ring
+	offset := PLogOffset(s.shared.pubOffset.v.Load()) // before ringTail: see sharedState
 	tail := s.shared.ringTail.v.Load()
 	s.mu.Lock()
 	over := s.mu.overflow
