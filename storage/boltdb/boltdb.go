@@ -7,6 +7,13 @@
 // and serialised with every other write. Rows written with a TTL are absent
 // to every read once it has passed; a sweeper owned by the Store deletes
 // them every Options.ReclaimInterval, and writes overwrite them in place.
+//
+// A damaged file never crashes the process: Open checks an existing
+// file's bbolt structure before bbolt reads past its meta pages (bbolt
+// trusts page ids and offsets, and one past the end of the file faults),
+// and a panic of bbolt on a damaged tree becomes an error; both wrap
+// ErrCorruptFile. Options.ReadOnly opens a file for inspection without
+// changing a byte of it.
 package boltdb
 
 import (

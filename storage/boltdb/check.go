@@ -154,17 +154,19 @@ func (c *fileChecker) readPage(id uint64) ([]byte, error) {
 		return nil, fmt.Errorf("page id %d outside 2..%d", id, c.m.pgid-1)
 	}
 	ps := c.m.pageSize
-	hdr := make([]byte, pageHeaderSize)
-	if _, err := c.r.ReadAt(hdr, int64(id*ps)); err != nil {
+	b := make([]byte, ps)
+	if _, err := c.r.ReadAt(b, int64(id*ps)); err != nil {
 		return nil, fmt.Errorf("page %d: %w", id, err)
 	}
-	overflow := uint64(ne.Uint32(hdr[12:]))
+	overflow := uint64(ne.Uint32(b[12:]))
 	if overflow >= c.m.pgid-id {
 		return nil, fmt.Errorf("page %d: %d overflow pages run past the high-water mark %d", id, overflow, c.m.pgid)
 	}
-	b := make([]byte, (overflow+1)*ps)
-	if _, err := c.r.ReadAt(b, int64(id*ps)); err != nil {
-		return nil, fmt.Errorf("page %d: %w", id, err)
+	if overflow > 0 {
+		b = append(b, make([]byte, overflow*ps)...)
+		if _, err := c.r.ReadAt(b[ps:], int64((id+1)*ps)); err != nil {
+			return nil, fmt.Errorf("page %d: %w", id, err)
+		}
 	}
 	return b, nil
 }
