@@ -1,7 +1,7 @@
 # cqlseq: build, test, lint, and a real Cassandra for the integration tests.
 #
 #   make demo               the embedded-store demo (offline)
-#   make test               unit tests (-race, invariant checks) + integration tests
+#   make test               unit tests (-race, invariant checks, a 20 s fuzz run) + integration tests
 #                           against a real cluster: CQLSEQ_CQL_HOSTS if set, else a
 #                           Cassandra this Makefile starts and always stops
 #   make lint               go vet + staticcheck
@@ -20,6 +20,7 @@ STATICCHECK_VER ?= v0.8.2
 LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
+FUZZTIME     ?= 20s
 
 .PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
@@ -35,8 +36,11 @@ $(LAUNCHER): $(shell find testenv -name '*.go') go.mod
 
 test: test-unit test-integration
 
+# test-unit ends with a short fuzz run of the bbolt open path (FuzzOpen:
+# truncated and bit-flipped copies of a real file never crash the process).
 test-unit:
 	$(GO) test $(UNIT_FLAGS) ./...
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./storage/boltdb/
 
 # test-integration runs the integration module against CQLSEQ_CQL_HOSTS when
 # set; otherwise it starts a Cassandra, runs the tests with it, and stops it

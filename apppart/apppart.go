@@ -8,6 +8,13 @@
 // Open wires a partition from a storage: seqstorage for the sequencer's
 // state, a plog.Writer as the event log. New takes any EventLog and
 // ISeqStorage.
+//
+// Fencing: apppart holds the takeover and the group flow. In
+// plog.ModeFenced, Open takes the partition over (a new epoch from
+// vvmadapter, then plog.Sweep) and a committer writes groups of events
+// through a plog.FencedWriter; the epoch and the number cells are
+// vvmadapter's, the fence rows plog's. apppart reaches stored state only
+// through seqstorage, vvmadapter and plog.
 package apppart
 
 import (

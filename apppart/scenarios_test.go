@@ -62,3 +62,12 @@ func TestCorruptTailKeepsRetrying(t *testing.T) {
 		appparttest.CorruptTailKeepsRetrying(t, st, 30)
 	})
 }
+
+// TestModeChangesReissueNoNumber: a partition opened in every order of
+// modes never hands out a number twice (issue 14: a trust-mode open after
+// fenced use read only the seed cells and issued numbers again).
+func TestModeChangesReissueNoNumber(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		appparttest.ModeChangesReissueNoNumber(t, st, 40)
+	})
+}

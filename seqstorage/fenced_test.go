@@ -86,9 +86,10 @@ func TestFencedReadsSeedCells(t *testing.T) {
 	})
 }
 
-// TestFencedReadNumbersOneRead: one storage read per ReadNumbers in both
-// modes (a Read of the partition when fenced, a GetBatch otherwise).
-func TestFencedReadNumbersOneRead(t *testing.T) {
+// TestReadNumbersOneRead: one storage read per ReadNumbers in every mode
+// (a Read of the workspace partition, which holds the seed and the epoch
+// cells).
+func TestReadNumbersOneRead(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, inner storage.Storage) {
 		st := drivertest.NewCounting(inner)
 		for _, epoch := range []uint64{0, 1} {
@@ -96,11 +97,30 @@ func TestFencedReadNumbersOneRead(t *testing.T) {
 			st.Reset()
 			_, err := s.ReadNumbers(1, []isequencer.SeqID{1, 2, 3})
 			require.NoError(t, err)
-			if epoch == 0 {
-				assert.Equal(t, [2]int64{0, 1}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "seed layout: one GetBatch")
-			} else {
-				assert.Equal(t, [2]int64{1, 0}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "fenced: one Read")
-			}
+			assert.Equal(t, [2]int64{1, 0}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "epoch %d: one Read", epoch)
 		}
+	})
+}
+
+// TestTrustReadsEpochCells: a trust-mode storage (Epoch 0) opened after
+// fenced use reads the numbers the fenced owners wrote to their epoch
+// cells (before the fix it read only the seed cells and the sequencer
+// issued those numbers again), and a later fenced owner reads the seed
+// cells the trust-mode owner wrote.
+func TestTrustReadsEpochCells(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+		trust := newStorage(t, Options{Storage: st})
+		require.NoError(t, trust.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 1), Value: 10}, {Key: key(5, 2), Value: 3}}, 4))
+		fenced := newStorage(t, Options{Storage: st, Epoch: 2})
+		require.NoError(t, fenced.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 1), Value: 1247}}, 1250))
+
+		nums, err := newStorage(t, Options{Storage: st}).ReadNumbers(5, []isequencer.SeqID{1, 2})
+		require.NoError(t, err)
+		assert.Equal(t, []isequencer.Number{1247, 3}, nums, "trust after fenced: the epoch cell's 1247, not the seed cell's 10")
+
+		require.NoError(t, trust.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 1), Value: 1300}}, 1260))
+		nums, err = newStorage(t, Options{Storage: st, Epoch: 3}).ReadNumbers(5, []isequencer.SeqID{1, 2})
+		require.NoError(t, err)
+		assert.Equal(t, []isequencer.Number{1300, 3}, nums, "fenced after trust: the seed cell's 1300")
 	})
 }

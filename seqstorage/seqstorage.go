@@ -3,6 +3,12 @@
 // vvmadapter, actualization from the partition's PLog through a
 // plog.PLogReader, and the lifetime of these calls (CancelCalls ends them
 // when the sequencer is cleaned up).
+//
+// Modes: whatever the mode, ReadNumbers returns per SeqID the largest
+// number stored in any of the workspace's cells, the seed cell that the
+// trust modes write and the per-epoch cells of fenced mode. So a partition
+// opened in a trust mode after fenced use (or the other way round) starts
+// above every number an earlier owner flushed, in any order of modes.
 package seqstorage
 
 import (
@@ -61,15 +67,16 @@ type Options struct {
 	MinAccepted map[isequencer.SeqID]isequencer.Number
 
 	// Epoch is the partition owner's epoch in fenced mode
-	// (vvmadapter.Adapter.NextEpoch). 0, the default, keeps the seed's
-	// layout: numbers in their seed cells, read with one GetBatch. Above 0,
-	// WriteValuesAndNextPLogOffset writes the numbers to this epoch's cells
-	// and ReadNumbers takes, per SeqID, the maximum over the seed cell and
-	// every epoch's cell (one Read of the workspace partition), so that a
-	// deposed owner's late write of smaller numbers cannot lower what a
-	// later owner reads. Do not mix fenced and non-fenced writers on one
-	// partition: a non-fenced write to a seed cell is not seen past larger
-	// epoch cells.
+	// (vvmadapter.Adapter.NextEpoch). 0, the default, is the trust modes:
+	// numbers are written to their seed cells (the seed's layout). Above 0,
+	// WriteValuesAndNextPLogOffset writes the numbers to this epoch's cells,
+	// so that a deposed owner's late write of smaller numbers cannot lower
+	// what a later owner reads. ReadNumbers reads the same way in every
+	// mode: per SeqID, the maximum over the seed cell and every epoch's cell
+	// (one Read of the workspace partition). A partition may change modes
+	// between opens (trust to fenced and back, in any order) without
+	// issuing a number twice; two owners in different modes at the same
+	// time are not supported.
 	Epoch uint64
 }
 
@@ -156,16 +163,13 @@ func (s *Storage) wrap(err error) error {
 }
 
 // ReadNumbers implements isequencer.ISeqStorage with one partition read of
-// the workspace (see Options.Epoch).
+// the workspace: per SeqID the largest number of any cell, whichever mode
+// wrote it (see Options.Epoch).
 func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
 	ctx, cancel := s.call()
 	defer cancel()
 	out := make([]isequencer.Number, len(ids))
-	read := s.ad.GetNumbers
-	if s.o.Epoch > 0 {
-		read = s.ad.GetNumbersMax
-	}
-	if err := read(ctx, ws, ids, out); err != nil {
+	if err := s.ad.GetNumbersMax(ctx, ws, ids, out); err != nil {
 		return nil, s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
 	}
 	return out, nil

@@ -103,12 +103,12 @@ func (s *failingStorage) Put(ctx context.Context, pKey, cCols, value []byte) err
 	return s.Storage.Put(ctx, pKey, cCols, value)
 }
 
-func (s *failingStorage) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+func (s *failingStorage) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
 	if s.blockAll {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	return s.Storage.GetBatch(ctx, pKey, items)
+	return s.Storage.Read(ctx, pKey, from, to, cb)
 }
 
 func TestValuesBeforeOffset(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
@@ -29,11 +28,13 @@ func WSEpochCCols(id isequencer.SeqID, epoch uint64) []byte {
 
 // GetEpoch reads a partition's epoch; 0 when none is stored.
 func (a *Adapter) GetEpoch(ctx context.Context, part isequencer.PartitionID) (uint64, error) {
-	v, _, err := a.getEpoch(ctx, part)
+	v, _, err := a.ReadEpoch(ctx, part)
 	return v, err
 }
 
-func (a *Adapter) getEpoch(ctx context.Context, part isequencer.PartitionID) (uint64, bool, error) {
+// ReadEpoch reads a partition's epoch and whether one is stored (a
+// partition never opened in fenced mode has none).
+func (a *Adapter) ReadEpoch(ctx context.Context, part isequencer.PartitionID) (uint64, bool, error) {
 	b, ok, err := a.st.Get(ctx, PartKey(a.app, part), PartCCols(EpochCC))
 	if err != nil {
 		return 0, false, fmt.Errorf("vvmadapter: reading the epoch of partition %d: %w", part, err)
@@ -64,7 +65,7 @@ func (a *Adapter) NextEpoch(ctx context.Context, part isequencer.PartitionID) (u
 		if err := ctx.Err(); err != nil {
 			return 0, fmt.Errorf("vvmadapter: next epoch of partition %d: %w", part, err)
 		}
-		cur, exists, err := a.getEpoch(ctx, part)
+		cur, exists, err := a.ReadEpoch(ctx, part)
 		if err != nil {
 			return 0, err
 		}
@@ -109,61 +110,4 @@ func (a *Adapter) PutNumbersEpoch(ctx context.Context, epoch uint64, values []is
 		return fmt.Errorf("vvmadapter: writing %d numbers of epoch %d: %w", len(values), epoch, err)
 	}
 	return nil
-}
-
-// GetNumbersMax reads the numbers of ids in workspace ws into
-// dst[:len(ids)]: per SeqID the maximum over its seed cell and every epoch
-// cell; 0 when it has none. One Read of the workspace's partition. Cells
-// of SeqIDs not in ids are skipped; a clustering key that is neither 2
-// nor 10 bytes, or a value that is not 8 bytes, is an error naming the
-// WSID. A dst shorter than ids is an error wrapping
-// storage.ErrInvalidArgument.
-func (a *Adapter) GetNumbersMax(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID, dst []isequencer.Number) error {
-	if len(dst) < len(ids) {
-		return fmt.Errorf("vvmadapter: %w: %d SeqIDs, room for %d numbers", storage.ErrInvalidArgument, len(ids), len(dst))
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	dst = dst[:len(ids)]
-	clear(dst)
-	var cellErr error
-	err := a.st.Read(ctx, WSKey(a.app, ws), nil, nil, func(cCols, value []byte) error {
-		if len(cCols) != 2 && len(cCols) != 10 {
-			cellErr = fmt.Errorf("vvmadapter: WSID %d: number cell with clustering key %x: want 2 or 10 bytes", ws, cCols)
-			return cellErr
-		}
-		id := isequencer.SeqID(binary.BigEndian.Uint16(cCols))
-		if !slices.Contains(ids, id) {
-			return nil
-		}
-		v, err := DecodeU64(value, cellName(ws, id, cCols))
-		if err != nil {
-			cellErr = err
-			return err
-		}
-		for i, want := range ids {
-			if want == id {
-				dst[i] = max(dst[i], isequencer.Number(v))
-			}
-		}
-		return nil
-	})
-	switch {
-	case cellErr != nil:
-		clear(dst)
-		return cellErr
-	case err != nil:
-		clear(dst)
-		return fmt.Errorf("vvmadapter: reading numbers of WSID %d: %w", ws, err)
-	}
-	return nil
-}
-
-// cellName names a number cell in errors.
-func cellName(ws isequencer.WSID, id isequencer.SeqID, cCols []byte) string {
-	if len(cCols) == 10 {
-		return fmt.Sprintf("WSID %d SeqID %d epoch %d", ws, id, binary.BigEndian.Uint64(cCols[2:]))
-	}
-	return fmt.Sprintf("WSID %d SeqID %d", ws, id)
 }

@@ -80,9 +80,13 @@ func TestGetNumbersMax(t *testing.T) {
 		assert.Equal(t, int64(1), st.Calls(faulty.OpRead), "one Read of the workspace partition")
 		assert.Zero(t, st.Calls(faulty.OpGetBatch))
 
-		// The seed path still sees only the seed cells.
-		require.NoError(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2}, dst))
-		assert.Equal(t, []isequencer.Number{10, 500}, dst[:2])
+		// Every cell, in clustering key order.
+		var cells []string
+		require.NoError(t, a.ReadNumberCells(ctx, 1, func(c NumberCell) error { cells = append(cells, c.String()); return nil }))
+		assert.Equal(t, []string{
+			"SeqID 1 = 10", "SeqID 1@epoch 1 = 40", "SeqID 1@epoch 2 = 20", "SeqID 1@epoch 3 = 30",
+			"SeqID 2 = 500", "SeqID 2@epoch 1 = 100", "SeqID 9@epoch 2 = 1000000",
+		}, cells)
 
 		require.NoError(t, a.GetNumbersMax(ctx, 1, nil, dst), "no SeqIDs: nothing to read")
 		require.ErrorIs(t, a.GetNumbersMax(ctx, 1, ids, dst[:3]), storage.ErrInvalidArgument)
@@ -98,14 +102,15 @@ func TestGetNumbersMaxBadCells(t *testing.T) {
 		require.NoError(t, st.Put(ctx, WSKey(5, 9), WSEpochCCols(4, 7), []byte{1, 2, 3}))
 		err := a.GetNumbersMax(ctx, 9, []isequencer.SeqID{3, 4}, dst)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "WSID 9 SeqID 4 epoch 7")
+		assert.ErrorIs(t, err, ErrBadCell)
+		assert.Contains(t, err.Error(), "WSID 9: vvmadapter: bad number cell: SeqID 4@epoch 7")
 		assert.Equal(t, []isequencer.Number{0, 0}, dst)
 		require.NoError(t, a.GetNumbersMax(ctx, 9, []isequencer.SeqID{3}, dst), "a bad value of a SeqID not asked for is not read")
 
 		require.NoError(t, st.Put(ctx, WSKey(5, 10), SeqCCols(4), []byte{1}))
 		err = a.GetNumbersMax(ctx, 10, []isequencer.SeqID{4}, dst)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "WSID 10 SeqID 4")
+		assert.Contains(t, err.Error(), "WSID 10: vvmadapter: bad number cell: SeqID 4:")
 
 		require.NoError(t, st.Put(ctx, WSKey(5, 11), []byte{0, 4, 1}, EncodeU64(1)))
 		err = a.GetNumbersMax(ctx, 11, []isequencer.SeqID{4}, dst)

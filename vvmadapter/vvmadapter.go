@@ -1,24 +1,34 @@
-// Package vvmadapter lays out the sequencer's durable state as rows of the
-// storage contract, byte-compatible with the reference platform:
+// Package vvmadapter owns every stored layout of the sequencer's state:
+// the workspaces' numbers, each partition's next PLog offset and its
+// ownership epoch, as rows of the storage contract, byte-compatible with
+// the reference platform where the reference has them. Nothing else builds
+// these keys or decodes these values: readers such as the CLI's inspect
+// and verify use DecodeNumberCell, ReadNumberCells, GetNumbersMax and
+// ReadEpoch.
 //
-//	numbers:   pKey = u32 PKeyPrefixSeqStorageWS (3) ‖ u32 ClusterAppID ‖ u64 WSID
-//	           cCols = u16 SeqID
-//	offset:    pKey = u32 PKeyPrefixSeqStoragePart (2) ‖ u32 ClusterAppID ‖ u16 PartitionID
-//	           cCols = u32 PLogOffsetCC (0)
-//	values:    big-endian u64
-//
-// Fenced mode (one owner per partition, ownership by epoch) adds:
-//
-//	epoch:         pKey = PartKey(app, part), cCols = u32 EpochCC (1)
+//	numbers:       pKey = u32 PKeyPrefixSeqStorageWS (3) ‖ u32 ClusterAppID ‖ u64 WSID
+//	  seed cell    cCols = u16 SeqID                  (written by the trust modes)
+//	  epoch cell   cCols = u16 SeqID ‖ u64 epoch      (written by fenced mode, epoch > 0)
+//	offset:        pKey = u32 PKeyPrefixSeqStoragePart (2) ‖ u32 ClusterAppID ‖ u16 PartitionID
+//	               cCols = u32 PLogOffsetCC (0)
+//	epoch:         pKey = the offset's pKey, cCols = u32 EpochCC (1)
 //	               value = u64 epoch; it only ever grows (absent = 0)
-//	epoch number:  pKey = WSKey(app, ws), cCols = u16 SeqID ‖ u64 epoch
+//	values:        big-endian u64
 //
-// In fenced mode a workspace's number of a sequence is the maximum over
-// its seed cell (cCols = u16 SeqID) and all its epoch cells. Each owner
-// writes only its own epoch's cells, so a deposed owner's late write can
-// never lower the number a later owner reads (a blind write to the seed
-// cell could). Epoch cells are never deleted: the partition grows by one
-// cell per SeqID per epoch that wrote the workspace.
+// A workspace's number of a sequence is the maximum over its seed cell and
+// all its epoch cells, in every mode (GetNumbersMax). So the mode of a
+// partition may change between opens, in any order, without a number
+// being issued twice: a trust-mode owner after a fenced one sees the epoch
+// cells, a fenced owner after a trust-mode one sees the seed cell.
+//
+// Fencing: this package holds the ownership epoch (NextEpoch raises it
+// with a compare-and-swap at each takeover) and the per-epoch number cells.
+// Each fenced owner writes only its own epoch's cells, so a deposed
+// owner's late write can never lower the number a later owner reads (a
+// blind write to the seed cell could). Epoch cells are never deleted: the
+// partition grows by one cell per SeqID per epoch that wrote the
+// workspace. The PLog's fences are plog's; the takeover that runs both is
+// apppart's.
 //
 // All integers are big-endian. One workspace's numbers are one partition,
 // so reading all SeqIDs of a workspace is one partition read.
@@ -88,37 +98,6 @@ type Adapter struct {
 // New returns an Adapter over st for app.
 func New(st storage.Storage, app isequencer.ClusterAppID) *Adapter {
 	return &Adapter{st: st, app: app}
-}
-
-// GetNumbers reads the numbers of ids in workspace ws into dst[:len(ids)];
-// a missing number is 0. One GetBatch on one partition. A dst shorter than
-// ids is an error wrapping storage.ErrInvalidArgument.
-func (a *Adapter) GetNumbers(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID, dst []isequencer.Number) error {
-	if len(dst) < len(ids) {
-		return fmt.Errorf("vvmadapter: %w: %d SeqIDs, room for %d numbers", storage.ErrInvalidArgument, len(ids), len(dst))
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	items := make([]storage.GetItem, len(ids))
-	for i, id := range ids {
-		items[i].CCols = SeqCCols(id)
-	}
-	if err := a.st.GetBatch(ctx, WSKey(a.app, ws), items); err != nil {
-		return fmt.Errorf("vvmadapter: reading numbers of WSID %d: %w", ws, err)
-	}
-	for i, it := range items {
-		dst[i] = 0
-		if !it.Ok {
-			continue
-		}
-		v, err := DecodeU64(it.Value, fmt.Sprintf("WSID %d SeqID %d", ws, ids[i]))
-		if err != nil {
-			return err
-		}
-		dst[i] = isequencer.Number(v)
-	}
-	return nil
 }
 
 // PutNumbers writes values with one PutBatch.

@@ -37,7 +37,7 @@ func TestAdapterRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	a := New(st, 5)
 	dst := make([]isequencer.Number, 3)
-	require.NoError(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
+	require.NoError(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
 	assert.Equal(t, []isequencer.Number{0, 0, 0}, dst, "missing numbers are 0")
 	_, ok, err := a.GetPLogOffset(ctx, 1)
 	require.NoError(t, err)
@@ -48,7 +48,7 @@ func TestAdapterRoundTrip(t *testing.T) {
 		{Key: isequencer.NumberKey{WSID: 2, SeqID: 2}, Value: 300},
 	}))
 	require.NoError(t, a.PutPLogOffset(ctx, 1, 42))
-	require.NoError(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
+	require.NoError(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
 	assert.Equal(t, []isequencer.Number{0, 200, 0}, dst)
 	off, ok, err := a.GetPLogOffset(ctx, 1)
 	require.NoError(t, err)
@@ -56,14 +56,15 @@ func TestAdapterRoundTrip(t *testing.T) {
 	assert.Equal(t, isequencer.PLogOffset(42), off)
 
 	other := New(st, 6)
-	require.NoError(t, other.GetNumbers(ctx, 1, []isequencer.SeqID{2}, dst[:1]))
+	require.NoError(t, other.GetNumbersMax(ctx, 1, []isequencer.SeqID{2}, dst[:1]))
 	assert.Zero(t, dst[0], "apps do not share numbers")
 
 	// A corrupt value is an error naming the row, not a panic.
 	require.NoError(t, st.Put(ctx, WSKey(5, 9), SeqCCols(1), []byte{1, 2, 3}))
-	err = a.GetNumbers(ctx, 9, []isequencer.SeqID{1}, dst[:1])
+	err = a.GetNumbersMax(ctx, 9, []isequencer.SeqID{1}, dst[:1])
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "WSID 9 SeqID 1")
+	assert.ErrorIs(t, err, ErrBadCell)
+	assert.Contains(t, err.Error(), "WSID 9: vvmadapter: bad number cell: SeqID 1: value is 3 bytes")
 }
 
 // TestStoredRows pins the rows the adapter writes, byte for byte, as read
@@ -98,7 +99,7 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	a := New(st, 1)
 
-	err := a.GetNumbers(ctx, 1, []isequencer.SeqID{1, 2}, make([]isequencer.Number, 1))
+	err := a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1, 2}, make([]isequencer.Number, 1))
 	require.ErrorIs(t, err, storage.ErrInvalidArgument)
 
 	require.NoError(t, st.Put(ctx, PartKey(1, 3), PartCCols(PLogOffsetCC), []byte{1}))
@@ -112,5 +113,40 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrClosed)
 	require.ErrorIs(t, a.PutPLogOffset(ctx, 3, 1), storage.ErrClosed)
 	require.ErrorIs(t, a.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 1, SeqID: 1}, Value: 1}}), storage.ErrClosed)
-	require.ErrorIs(t, a.GetNumbers(ctx, 1, []isequencer.SeqID{1}, make([]isequencer.Number, 1)), storage.ErrClosed)
+	require.ErrorIs(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1}, make([]isequencer.Number, 1)), storage.ErrClosed)
+}
+
+// TestGoldenNumberCells pins the decoding of both number cell layouts
+// from their bytes, and the rows that are neither.
+func TestGoldenNumberCells(t *testing.T) {
+	dec := func(c, v string) (NumberCell, error) {
+		cb, err := hex.DecodeString(c)
+		require.NoError(t, err)
+		vb, err := hex.DecodeString(v)
+		require.NoError(t, err)
+		return DecodeNumberCell(cb, vb)
+	}
+	for _, tc := range []struct {
+		c, v string
+		want NumberCell
+	}{
+		{"a1b2", "0102030405060708", NumberCell{SeqID: 0xA1B2, Number: 0x0102030405060708}},
+		{"a1b2" + "0000000000000005", "00000000000000ff", NumberCell{SeqID: 0xA1B2, Epoch: 5, Number: 255}},
+		{"0001" + "ffffffffffffffff", "0000000000000001", NumberCell{SeqID: 1, Epoch: 1<<64 - 1, Number: 1}},
+	} {
+		got, err := dec(tc.c, tc.v)
+		require.NoError(t, err, tc.c)
+		assert.Equal(t, tc.want, got, tc.c)
+	}
+	for _, tc := range []struct{ c, v, werr string }{
+		{"", "0000000000000001", "clustering key  is 0 bytes"},
+		{"000102", "0000000000000001", "clustering key 000102 is 3 bytes"},
+		{"0001" + "0000000000000000", "0000000000000001", "an epoch cell of epoch 0"},
+		{"0001", "01", "SeqID 1: value is 1 bytes, want 8"},
+		{"0001" + "0000000000000002", "", "SeqID 1@epoch 2: value is 0 bytes"},
+	} {
+		_, err := dec(tc.c, tc.v)
+		require.ErrorIs(t, err, ErrBadCell, tc.c)
+		assert.Contains(t, err.Error(), tc.werr)
+	}
 }

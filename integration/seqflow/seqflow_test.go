@@ -15,6 +15,7 @@ const (
 	partFailed   = 200
 	partConflict = 300
 	partCorrupt  = 400
+	partModes    = 500
 	partBench    = 1000
 )
 
@@ -50,6 +51,13 @@ func TestTrustLevelConflicts(t *testing.T) {
 func TestCorruptTailKeepsRetrying(t *testing.T) {
 	itest.NoLeaks(t)
 	appparttest.CorruptTailKeepsRetrying(t, open(t), partCorrupt)
+}
+
+// TestModeChangesReissueNoNumber: the partition opened in every order of
+// modes on the real cluster never hands out a number twice.
+func TestModeChangesReissueNoNumber(t *testing.T) {
+	itest.NoLeaks(t)
+	appparttest.ModeChangesReissueNoNumber(t, open(t), partModes)
 }
 
 // BenchmarkFlowCQL: the command flow at trust levels 0, 1, 2 on one and on

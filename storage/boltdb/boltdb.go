@@ -7,6 +7,13 @@
 // and serialised with every other write. Rows written with a TTL are absent
 // to every read once it has passed; a sweeper owned by the Store deletes
 // them every Options.ReclaimInterval, and writes overwrite them in place.
+//
+// A damaged file never crashes the process: Open checks an existing
+// file's bbolt structure before bbolt reads past its meta pages (bbolt
+// trusts page ids and offsets, and one past the end of the file faults),
+// and a panic of bbolt on a damaged tree becomes an error; both wrap
+// ErrCorruptFile. Options.ReadOnly opens a file for inspection without
+// changing a byte of it.
 package boltdb
 
 import (
@@ -14,7 +21,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,11 +59,17 @@ type hooks struct {
 }
 
 // Open opens (creating if needed, mode 0600) the file at path, whose
-// directory must exist, and starts the Store's sweeper. A file held by
+// directory must exist, and starts the Store's sweeper; with
+// o.ReadOnly it opens an existing file for reading only. A file held by
 // another Store, in this process or another, makes Open fail after
 // o.Timeout with an error naming the file and wrapping
 // storage.ErrUnavailable. A bbolt file of another layout fails with
-// ErrIncompatible.
+// ErrIncompatible. Before bbolt reads more than the meta pages, Open
+// checks the structure of an existing file (checkFile: the meta pages,
+// the file size, the freelist and every page reachable from the root,
+// which bbolt would trust and fault on): a broken one fails with
+// ErrCorruptFile, naming the file and what is wrong. The check reads each
+// page in use once.
 func Open(path string, o Options) (*Store, error) { return open(path, o, hooks{}) }
 
 func open(path string, o Options, h hooks) (*Store, error) {
@@ -66,23 +81,32 @@ func open(path string, o Options, h hooks) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.Timeout, NoSync: o.NoSync})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("boltdb: open %s: the file is locked by another Store or process (waited %v): %w",
-			path, o.Timeout, storage.ErrUnavailable)
-	}
+	db, err := openChecked(path, o)
 	if err != nil {
-		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
+		return nil, err
 	}
-	if err := db.Update(initLayout); err != nil {
+	func() {
+		defer recoverCorrupt(path, &err)
+		if o.ReadOnly {
+			err = db.View(checkLayout)
+		} else {
+			err = db.Update(initLayout)
+		}
+	}()
+	if err != nil {
 		_ = db.Close()
+		if errors.Is(err, ErrCorruptFile) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
 	}
 	s := &Store{db: db, path: path, now: o.Now, log: o.Logger, done: make(chan struct{})}
 	ctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	tick, stopTicker := h.tick, func() {}
-	if tick == nil && o.ReclaimInterval > 0 {
+	if o.ReadOnly {
+		tick = nil
+	} else if tick == nil && o.ReclaimInterval > 0 {
 		t := time.NewTicker(o.ReclaimInterval)
 		tick, stopTicker = t.C, t.Stop
 	}
@@ -92,6 +116,99 @@ func open(path string, o Options, h hooks) (*Store, error) {
 	}
 	go s.sweep(ctx, tick, stopTicker, h.swept)
 	return s, nil
+}
+
+// openChecked opens the bbolt file at path after checking an existing
+// file's structure. The check runs under the file's lock, taken by a
+// read-only bbolt open (which reads only the meta pages), so that no
+// writer is in the middle of a commit; a read-only Store keeps that
+// open, a writable one closes it and opens the file for writing.
+func openChecked(path string, o Options) (*bolt.DB, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case o.ReadOnly && errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("boltdb: open %s read-only: %w", path, fs.ErrNotExist)
+	case err != nil && (o.ReadOnly || !errors.Is(err, fs.ErrNotExist)):
+		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
+	case err != nil || (fi.Size() == 0 && !o.ReadOnly):
+		return openBolt(path, o) // bbolt creates the file
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("%w: %s is empty (0 bytes), not a cqlseq store", ErrIncompatible, path)
+	}
+	ro := o
+	ro.ReadOnly = true
+	db, err := openBolt(path, ro)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOpen(db, path); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if o.ReadOnly {
+		return db, nil
+	}
+	if err := db.Close(); err != nil {
+		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
+	}
+	return openBolt(path, o)
+}
+
+// checkOpen runs checkFile on the file db holds open read-only.
+func checkOpen(db *bolt.DB, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("boltdb: open %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("boltdb: open %s: %w", path, err)
+	}
+	if err := checkFile(f, fi.Size(), db.Info().PageSize); err != nil {
+		return fmt.Errorf("%w %s: %w", ErrCorruptFile, path, err)
+	}
+	return nil
+}
+
+// openBolt opens the file with bbolt. bbolt's own refusals of a file (no
+// valid meta page, too small) wrap ErrCorruptFile.
+func openBolt(path string, o Options) (*bolt.DB, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.Timeout, NoSync: o.NoSync, ReadOnly: o.ReadOnly})
+	var pathErr *fs.PathError
+	switch {
+	case err == nil:
+		return db, nil
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("boltdb: open %s: the file is locked by another Store or process (waited %v): %w",
+			path, o.Timeout, storage.ErrUnavailable)
+	case errors.As(err, &pathErr):
+		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
+	}
+	return nil, fmt.Errorf("%w %s: %w", ErrCorruptFile, path, err)
+}
+
+// checkLayout checks an existing file's layout version (read-only).
+func checkLayout(tx *bolt.Tx) error {
+	if tx.Bucket(bucketMeta) == nil {
+		return fmt.Errorf("%w: no layout version: not a cqlseq store", ErrIncompatible)
+	}
+	return checkVersion(tx)
+}
+
+// recoverCorrupt turns a panic of bbolt into an error wrapping
+// ErrCorruptFile. checkFile keeps every page access inside the file, but
+// bbolt also asserts invariants of the tree (key order, no page used
+// twice) that a damaged file can break; it panics then, and the Store
+// returns the error instead (a transaction that panics is rolled back).
+func recoverCorrupt(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = corruptPanic(path, r)
+	}
+}
+
+func corruptPanic(path string, r any) error {
+	return fmt.Errorf("%w %s: bbolt panicked: %v", ErrCorruptFile, path, r)
 }
 
 // initLayout creates the buckets of a new file, or checks an existing
@@ -117,7 +234,13 @@ func initLayout(tx *bolt.Tx) error {
 		_, err = tx.CreateBucket(bucketExpiry)
 		return err
 	}
-	if v := meta.Get(keyLayout); !bytes.Equal(v, []byte{layoutVersion}) {
+	return checkVersion(tx)
+}
+
+// checkVersion checks the layout version and buckets of an initialised
+// file.
+func checkVersion(tx *bolt.Tx) error {
+	if v := tx.Bucket(bucketMeta).Get(keyLayout); !bytes.Equal(v, []byte{layoutVersion}) {
 		return fmt.Errorf("%w: layout version %x, this build reads %d", ErrIncompatible, v, layoutVersion)
 	}
 	if tx.Bucket(bucketRows) == nil || tx.Bucket(bucketExpiry) == nil {
@@ -166,6 +289,8 @@ func (s *Store) txErr(err error) error {
 		return nil
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return fmt.Errorf("boltdb: %w", storage.ErrClosed)
+	case errors.Is(err, berrors.ErrDatabaseReadOnly):
+		return fmt.Errorf("boltdb: %s: %w", s.path, ErrReadOnly)
 	case errors.Is(err, ErrCorrupt):
 		return fmt.Errorf("%w (file %s)", err, s.path)
 	default:
@@ -174,10 +299,11 @@ func (s *Store) txErr(err error) error {
 }
 
 // view runs fn in one read transaction; now is the clock in Unix ns.
-func (s *Store) view(ctx context.Context, fn func(rows *bolt.Bucket, now int64) error) error {
+func (s *Store) view(ctx context.Context, fn func(rows *bolt.Bucket, now int64) error) (err error) {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
+	defer recoverCorrupt(s.path, &err)
 	return s.txErr(s.db.View(func(tx *bolt.Tx) error {
 		return fn(tx.Bucket(bucketRows), s.now().UnixNano())
 	}))
@@ -192,7 +318,7 @@ type writer struct {
 // update runs fn in one write transaction. A failed commit of a conditional
 // write wraps storage.ErrUnknownOutcome: bbolt may have written part of it
 // to the file before failing.
-func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer) error) error {
+func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer) error) (err error) {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
@@ -200,6 +326,14 @@ func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer)
 	if err != nil {
 		return s.txErr(err)
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			// bbolt panicked before writing the file (in the tree's
+			// rebalance or spill): roll back to release the write lock.
+			_ = tx.Rollback()
+			err = corruptPanic(s.path, r)
+		}
+	}()
 	w := &writer{rows: tx.Bucket(bucketRows), expiry: tx.Bucket(bucketExpiry), now: s.now().UnixNano()}
 	if err := fn(w); err != nil {
 		_ = tx.Rollback()

@@ -34,6 +34,13 @@ type Options struct {
 
 	// Logger receives the sweeper's failures. Default slog.Default().
 	Logger *slog.Logger
+
+	// ReadOnly opens an existing file for reading only (inspection): the
+	// file is never changed, writes fail with an error wrapping
+	// ErrReadOnly, and no sweeper runs. Read-only Stores share the file's
+	// lock with each other, not with a writer. A missing file, an empty
+	// one, or one this package never initialised is an error.
+	ReadOnly bool
 }
 
 // EnsureDefaults sets zero fields to their defaults. Negative values are left

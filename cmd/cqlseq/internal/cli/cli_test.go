@@ -342,3 +342,24 @@ func TestBenchFencedVerifies(t *testing.T) {
 	require.Equal(t, ExitOK, in.code, "stdout:\n%s\nstderr:\n%s", in.stdout, in.stderr)
 	assert.Contains(t, in.stdout, "epoch 2")
 }
+
+// TestModeChangesOnOneFile: the issue 14 reproduction, bench in fenced
+// mode then demo in trust0 on the same file (the demo reported numbers
+// going backwards), then trust2 and fenced again; verify finds nothing.
+func TestModeChangesOnOneFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	common := []string{"--file", path, "--no-sync", "--partitions", "1", "--workspaces", "3", "--duration", "300ms"}
+	for _, step := range [][]string{
+		{"bench", "--mode", "fenced"},
+		{"demo", "--mode", "trust0"},
+		{"bench", "--mode", "trust2"},
+		{"bench", "--mode", "fenced"},
+		{"bench", "--mode", "trust1"},
+	} {
+		r := runCLI(t, append(step, common...)...)
+		require.Equal(t, ExitOK, r.code, "%v\nstdout:\n%s\nstderr:\n%s", step, r.stdout, r.stderr)
+	}
+	v := runCLI(t, "verify", "--file", path)
+	require.Equal(t, ExitOK, v.code, "stdout:\n%s\nstderr:\n%s", v.stdout, v.stderr)
+	assert.Contains(t, v.stdout, "OK")
+}

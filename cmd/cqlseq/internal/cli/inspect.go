@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -123,17 +122,13 @@ func runInspect(ctx context.Context, e *env, f *inspectFlags) (err error) {
 }
 
 func printEpoch(ctx context.Context, w io.Writer, st storage.Storage, app isequencer.ClusterAppID, part isequencer.PartitionID) error {
-	b, ok, err := st.Get(ctx, vvmadapter.PartKey(app, part), vvmadapter.PartCCols(vvmadapter.EpochCC))
+	v, ok, err := vvmadapter.New(st, app).ReadEpoch(ctx, part)
 	if err != nil {
-		return fmt.Errorf("reading the epoch of partition %d: %w", part, err)
+		return err
 	}
 	if !ok {
 		fmt.Fprintf(w, "%-18snone stored (the row is reserved for partition ownership)\n", "epoch")
 		return nil
-	}
-	v, err := vvmadapter.DecodeU64(b, fmt.Sprintf("epoch of partition %d", part))
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(w, "%-18s%d\n", "epoch", v)
 	return nil
@@ -144,25 +139,12 @@ func printEpoch(ctx context.Context, w io.Writer, st storage.Storage, app iseque
 // cells (SeqID@epoch); the sequencer uses the largest per SeqID.
 func printNumbers(ctx context.Context, w io.Writer, st storage.Storage, app isequencer.ClusterAppID, ws isequencer.WSID) error {
 	var parts []string
-	err := st.Read(ctx, vvmadapter.WSKey(app, ws), nil, nil, func(cCols, value []byte) error {
-		var name string
-		switch len(cCols) {
-		case 2:
-			name = fmt.Sprintf("SeqID %d", binary.BigEndian.Uint16(cCols))
-		case 10:
-			name = fmt.Sprintf("SeqID %d@epoch %d", binary.BigEndian.Uint16(cCols), binary.BigEndian.Uint64(cCols[2:]))
-		default:
-			return fmt.Errorf("workspace %d: clustering key %x is neither a SeqID nor a SeqID and epoch", ws, cCols)
-		}
-		v, err := vvmadapter.DecodeU64(value, fmt.Sprintf("WSID %d %s", ws, name))
-		if err != nil {
-			return err
-		}
-		parts = append(parts, fmt.Sprintf("%s = %d", name, v))
+	err := vvmadapter.New(st, app).ReadNumberCells(ctx, ws, func(c vvmadapter.NumberCell) error {
+		parts = append(parts, c.String())
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("reading the numbers of WSID %d: %w", ws, err)
+		return err
 	}
 	if len(parts) == 0 {
 		fmt.Fprintf(w, "%-18sno numbers stored\n", fmt.Sprintf("workspace %d", ws))

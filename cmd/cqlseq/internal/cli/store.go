@@ -223,7 +223,7 @@ func (f *storeFlags) boltPath() string {
 }
 
 // open opens the store the flags select. With mustExist a bbolt file must
-// already exist (inspect, verify); otherwise a missing --dir is created and
+// already exist and is opened read-only (inspect, verify); otherwise a missing --dir is created and
 // no --dir/--file means a temporary directory removed by close.
 func (f *storeFlags) open(ctx context.Context, log *slog.Logger, mustExist bool) (*openedStore, error) {
 	switch f.kind {
@@ -254,16 +254,12 @@ func (f *storeFlags) openBolt(log *slog.Logger, mustExist bool) (*openedStore, e
 			return nil, err
 		}
 		o.tmpDir, o.path = dir, filepath.Join(dir, boltFileName)
-	case mustExist:
-		if _, err := os.Stat(o.path); err != nil {
-			return nil, fmt.Errorf("bbolt file: %w", err)
-		}
-	case f.dir != "":
+	case f.dir != "" && !mustExist:
 		if err := os.MkdirAll(f.dir, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	st, err := boltdb.Open(o.path, boltdb.Options{NoSync: f.noSync, Logger: log})
+	st, err := boltdb.Open(o.path, boltdb.Options{NoSync: f.noSync, Logger: log, ReadOnly: mustExist})
 	if err != nil {
 		_ = o.close()
 		return nil, err

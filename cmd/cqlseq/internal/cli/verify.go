@@ -95,6 +95,13 @@ type verifyPartition struct {
 }
 
 func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
+	var jsonOut *jsonOutput
+	if f.jsonFile != "" { // before the scan: a bad path fails at once
+		if jsonOut, err = openJSONOutput(f.jsonFile); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, jsonOut.close()) }()
+	}
 	store, err := f.store.open(ctx, e.log, true)
 	if err != nil {
 		return err
@@ -132,8 +139,8 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 			ByKind: r.ByKind, Listed: r.Listed,
 		})
 	}
-	if f.jsonFile != "" {
-		if err := writeJSON(f.jsonFile, &out); err != nil {
+	if jsonOut != nil {
+		if err := jsonOut.write(&out); err != nil {
 			return err
 		}
 	}
