@@ -182,18 +182,28 @@ func (c *committer) write(group []*pending) {
 	if err == nil && c.hooks.AfterGroupWrite != nil {
 		c.hooks.AfterGroupWrite(first, last)
 	}
-	if err == nil {
-		c.durable.Durable(group[len(group)-1].ev.Offset + 1)
+	// A group that failed part way has a durable prefix: its commands
+	// succeed, only the rest fail.
+	stored := len(group)
+	if err != nil {
+		stored = 0
+		if ge := (*plog.GroupError)(nil); errors.As(err, &ge) {
+			stored, err = ge.Stored, ge.Err
+		}
+	}
+	if stored > 0 {
+		c.durable.Durable(group[stored-1].ev.Offset + 1)
 		c.stats.Lock()
 		c.stats.groups++
-		c.stats.events += len(group)
+		c.stats.events += stored
 		c.stats.Unlock()
-		for _, x := range group {
+		for _, x := range group[:stored] {
 			x.finish(nil)
 		}
-		return
 	}
-	c.fail(group, err)
+	if err != nil {
+		c.fail(group[stored:], err)
+	}
 }
 
 // fail reports a failed group to its commands and to every command queued
