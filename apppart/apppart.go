@@ -140,10 +140,10 @@ type Partition struct {
 	ev      Event
 
 	// Set by Open.
-	ss     *seqstorage.Storage
-	w      *plog.Writer
-	log    *plogLog   // event conversion (and the writer, unfenced)
-	fenced *committer // fenced mode only
+	ss    *seqstorage.Storage
+	w     *plog.Writer
+	log   *plogLog   // event conversion (and the writer, unfenced)
+	group *committer // fenced mode and OpenOptions.GroupWrites only
 }
 
 // New validates o and starts the partition's sequencer, which actualizes
@@ -179,8 +179,8 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if p.fenced != nil {
-		return p.doFenced(ctx, cmd)
+	if p.group != nil {
+		return p.doGroup(ctx, cmd)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -249,9 +249,9 @@ func (p *Partition) check(cmd Command) error {
 // event log by the next New or Open. Close waits for a command in progress.
 // It does not close the storages.
 func (p *Partition) Close() error {
-	if p.fenced != nil {
+	if p.group != nil {
 		// Cancelled and waited for outside p.mu: its failure path takes it.
-		p.fenced.close()
+		p.group.close()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

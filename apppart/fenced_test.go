@@ -43,3 +43,9 @@ func TestFencedSplitGroup(t *testing.T) {
 		appparttest.FencedSplitGroup(t, func(testing.TB) storage.Storage { return st }, 47)
 	})
 }
+
+func TestGroupedRecordConflict(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		appparttest.GroupedRecordConflict(t, st, 48)
+	})
+}

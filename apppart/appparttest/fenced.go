@@ -455,3 +455,110 @@ func FencedSplitGroup(t *testing.T, newStore func(t testing.TB) storage.Storage,
 		return nil
 	}))
 }
+
+// GroupedRecordConflict: trust level 0 writing in groups
+// (OpenOptions.GroupWrites). A record is planted at the ID the next
+// command of one workspace takes; that command and the commands of other
+// workspaces share one group write. The planted record fails its command
+// alone (plog.ErrConflict, the partition stops); the commands beside it in
+// the group, and those of another partition running at the same time,
+// succeed.
+func GroupedRecordConflict(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
+	const workers = 7
+	ctx := context.Background()
+	first := newPause()
+	entered := make(chan struct{}, 64)
+	o := Options(st, part, plog.ModeTrust0)
+	o.GroupWrites = true
+	o.Hooks.AfterLeaseCheck = func() {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+	}
+	o.Hooks.BeforeGroupWrite = func(_, _ isequencer.PLogOffset) { first.hit() }
+	a := openOwner(t, "A", o)
+	t.Cleanup(first.free)
+	ob := Options(st, part+1, plog.ModeTrust0)
+	ob.GroupWrites = true
+	b := openOwner(t, "B", ob)
+
+	var next [workers + 2]isequencer.Number // next record ID per workspace
+	for i := 1; i <= workers+1; i++ {
+		r, err := a.do(t, WS(part, i))
+		require.NoError(t, err)
+		next[i] = r.Numbers[1] + 1
+	}
+	const victim = 3
+	planted := []byte{0xEE}
+	recKey, recCC := plog.RecordPKey(WS(part, victim), plog.RecordID(next[victim])), plog.RecordCCols(plog.RecordID(next[victim]))
+	require.NoError(t, st.Put(ctx, recKey, recCC, planted))
+
+	type res struct {
+		ws  int
+		err error
+	}
+	results := make(chan res, workers+2)
+	run := func(ws int) {
+		_, err := a.do(t, WS(part, ws))
+		results <- res{ws, err}
+	}
+	// The committer holds a first command's group while the workers queue
+	// behind it; a probe entering after them proves them queued.
+	first.arm()
+	go run(workers + 1)
+	select {
+	case <-first.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the first group never reached its write")
+	}
+	for len(entered) > 0 {
+		<-entered
+	}
+	for ws := 1; ws <= workers; ws++ {
+		go run(ws)
+	}
+	for range workers {
+		<-entered
+	}
+	go run(workers + 1)
+	<-entered
+	var bErrs []error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			if _, err := b.do(t, WS(part+1, 1+i%5)); err != nil {
+				bErrs = append(bErrs, err)
+			}
+		}
+	}()
+	first.free()
+	probes := 0
+	for range workers + 2 {
+		got := <-results
+		switch {
+		case got.ws == victim:
+			require.ErrorIs(t, got.err, plog.ErrConflict)
+			require.ErrorIs(t, got.err, apppart.ErrStopped)
+		case got.ws == workers+1:
+			// The first command, and the probe: in the group, or after it
+			// in a partition that has stopped.
+			if probes++; got.err != nil {
+				require.ErrorIs(t, got.err, apppart.ErrStopped)
+			}
+		default:
+			require.NoError(t, got.err, "WSID %d shares the group with the conflict, not the conflict", got.ws)
+		}
+	}
+	wg.Wait()
+	require.Empty(t, bErrs, "the other partition's commands")
+	v, _, err := st.Get(ctx, recKey, recCC)
+	require.NoError(t, err)
+	require.Equal(t, planted, v, "not overwritten")
+	require.NoError(t, a.p.Close())
+	require.NoError(t, b.p.Close())
+	VerifyPLog(t, st, part, a.acked)
+	VerifyPLog(t, st, part+1, b.acked)
+}
