@@ -65,16 +65,45 @@ func RunFencingBenchmarks(b *testing.B, st storage.Storage) {
 	}
 }
 
+// GroupClients is the number of concurrent clients per partition in
+// RunGroupCommitBenchmarks.
+const GroupClients = 16
+
+// RunGroupCommitBenchmarks runs every mode writing in groups
+// (OpenOptions.GroupWrites; fenced mode always does) with GroupClients
+// clients on each of four partitions, and the store's ceiling for the same
+// bytes: RawGrouped, 4*GroupClients plog.Writers at trust level 2 (one
+// event and its record per write, no sequencer), each on its own
+// partition, writing at once, so that a store with group commit commits
+// them together.
+func RunGroupCommitBenchmarks(b *testing.B, st storage.Storage) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
+		b.Run("Grouped/"+mode.String()+"/4parts", func(b *testing.B) { benchGrouped(b, st, mode, 4, GroupClients) })
+	}
+	b.Run("RawGrouped", func(b *testing.B) { benchRawGrouped(b, st, 4*GroupClients) })
+}
+
 // benchFlow runs b.N commands over parts partitions with clients
 // concurrent clients each.
 func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
+	runFlow(b, st, mode, parts, clients, false)
+}
+
+// benchGrouped is benchFlow with OpenOptions.GroupWrites.
+func benchGrouped(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
+	runFlow(b, st, mode, parts, clients, true)
+}
+
+func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int, grouped bool) {
 	ctx := context.Background()
 	ps := make([]*apppart.Partition, parts)
 	ids := make([]isequencer.PartitionID, parts)
 	for i := range ps {
 		part := nextBenchPart()
 		ids[i] = part
-		p, err := apppart.Open(ctx, Options(st, part, mode))
+		o := Options(st, part, mode)
+		o.GroupWrites = grouped
+		p, err := apppart.Open(ctx, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -153,7 +182,7 @@ func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients 
 	}
 	report(b, slices.Concat(lat...), elapsed, "cmds/s")
 	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
-	if mode == plog.ModeFenced {
+	if mode == plog.ModeFenced || grouped {
 		groups, events := 0, 0
 		for _, p := range ps {
 			g, e := p.GroupStats()
@@ -163,6 +192,55 @@ func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients 
 			b.ReportMetric(float64(events)/float64(groups), "events/group")
 		}
 	}
+}
+
+// benchRawGrouped writes b.N events with writers concurrent trust-2
+// plog.Writers, each on its own partition.
+func benchRawGrouped(b *testing.B, st storage.Storage, writers int) {
+	ctx := context.Background()
+	lat := make([][]time.Duration, writers)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	began := time.Now()
+	for i := range writers {
+		part := nextBenchPart()
+		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := b.N / writers
+		if i < b.N%writers {
+			n++
+		}
+		lat[i] = make([]time.Duration, 0, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+			for j := range n {
+				e.Offset = isequencer.PLogOffset(j + 1)
+				e.WSID = WS(part, 1+j%BenchWorkspaces)
+				e.WLogOffset = uint64(j/BenchWorkspaces + 1)
+				e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
+				e.Numbers[1].Number = FirstRecordID + isequencer.Number(j/BenchWorkspaces)
+				e.Records[0] = plog.RecordID(e.Numbers[1].Number)
+				t0 := time.Now()
+				if err := w.Write(ctx, &e); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	report(b, slices.Concat(lat...), elapsed, "events/s")
 }
 
 func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
