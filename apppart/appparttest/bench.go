@@ -175,12 +175,7 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(began)
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	report(b, slices.Concat(lat...), elapsed, "cmds/s")
+	endRun(b, lat, began, &failed, "cmds/s")
 	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
 	if mode == plog.ModeFenced || grouped {
 		groups, events := 0, 0
@@ -217,14 +212,9 @@ func benchRawGrouped(b *testing.B, st storage.Storage, writers int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e := plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+			e := newRawEvent()
 			for j := range n {
-				e.Offset = isequencer.PLogOffset(j + 1)
-				e.WSID = WS(part, 1+j%BenchWorkspaces)
-				e.WLogOffset = uint64(j/BenchWorkspaces + 1)
-				e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
-				e.Numbers[1].Number = FirstRecordID + isequencer.Number(j/BenchWorkspaces)
-				e.Records[0] = plog.RecordID(e.Numbers[1].Number)
+				setRawEvent(&e, part, j)
 				t0 := time.Now()
 				if err := w.Write(ctx, &e); err != nil {
 					failed.Store(err)
@@ -235,12 +225,7 @@ func benchRawGrouped(b *testing.B, st storage.Storage, writers int) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(began)
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	report(b, slices.Concat(lat...), elapsed, "events/s")
+	endRun(b, lat, began, &failed, "events/s")
 }
 
 func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
@@ -250,17 +235,12 @@ func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	e := plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+	e := newRawEvent()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	began := time.Now()
 	for i := range b.N {
-		e.Offset = isequencer.PLogOffset(i + 1)
-		e.WSID = WS(part, 1+i%BenchWorkspaces)
-		e.WLogOffset = uint64(i/BenchWorkspaces + 1)
-		e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
-		e.Numbers[1].Number = FirstRecordID + isequencer.Number(i/BenchWorkspaces)
-		e.Records[0] = plog.RecordID(e.Numbers[1].Number)
+		setRawEvent(&e, part, i)
 		t0 := time.Now()
 		if err := w.Write(ctx, &e); err != nil {
 			b.Fatal(err)
@@ -270,6 +250,33 @@ func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
 	elapsed := time.Since(began)
 	b.StopTimer()
 	report(b, lat, elapsed, "events/s")
+}
+
+// endRun stops b's timer after its workers, started at began, ended; it
+// fails b with a worker's error, else reports their latencies.
+func endRun(b *testing.B, lat [][]time.Duration, began time.Time, failed *atomic.Value, unit string) {
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	report(b, slices.Concat(lat...), elapsed, unit)
+}
+
+// newRawEvent returns an event of a command's shape for the raw loops.
+func newRawEvent() plog.Event {
+	return plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+}
+
+// setRawEvent makes e the i-th (from 0) event of partition part's raw loop:
+// offset i+1, the workspaces in turn, numbers as the flow would take them.
+func setRawEvent(e *plog.Event, part isequencer.PartitionID, i int) {
+	e.Offset = isequencer.PLogOffset(i + 1)
+	e.WSID = WS(part, 1+i%BenchWorkspaces)
+	e.WLogOffset = uint64(i/BenchWorkspaces + 1)
+	e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
+	e.Numbers[1].Number = FirstRecordID + isequencer.Number(i/BenchWorkspaces)
+	e.Records[0] = plog.RecordID(e.Numbers[1].Number)
 }
 
 // report adds throughput and p50/p99 latency (µs) to b.
