@@ -7,7 +7,10 @@
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
 // state, a plog.Writer as the event log. New takes any EventLog and
-// ISeqStorage.
+// ISeqStorage. A partition opened in fenced mode, or with
+// OpenOptions.GroupWrites, writes the events of the commands in flight in
+// groups instead (the committer in fenced.go): each command still gets its
+// own event's outcome.
 package apppart
 
 import (

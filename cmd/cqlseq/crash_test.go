@@ -65,6 +65,7 @@ func TestCrashBBolt(t *testing.T) {
 			t.Logf("kill %d (%s): %s", k+1, mode, firstLine(got))
 		}
 	}
+	t.Logf("%d kills, verify found nothing after any of them", kills)
 }
 
 func firstLine(b []byte) string {
