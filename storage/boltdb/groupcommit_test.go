@@ -210,3 +210,49 @@ func TestGroupCloseAnswersQueued(t *testing.T) {
 	}
 	assert.ErrorIs(t, s.Put(ctx, []byte("p"), []byte("x"), []byte("v")), storage.ErrClosed)
 }
+
+// BenchmarkGroupCommit compares the Store's committer with bbolt's own
+// DB.Batch (default MaxBatchSize and MaxBatchDelay) for one-row writes from
+// 1 and 64 goroutines, fsync on: ns/op is per write.
+func BenchmarkGroupCommit(b *testing.B) {
+	for _, writers := range []int{1, 64} {
+		b.Run(fmt.Sprintf("Committer/writers=%d", writers), func(b *testing.B) {
+			s := openT(b, filepath.Join(b.TempDir(), "bench.db"), Options{})
+			runWriters(b, writers, func(i int) error {
+				return s.Put(context.Background(), []byte("p"), fmt.Appendf(nil, "k%d", i), []byte("value"))
+			})
+		})
+		b.Run(fmt.Sprintf("DBBatch/writers=%d", writers), func(b *testing.B) {
+			s := openT(b, filepath.Join(b.TempDir(), "bench.db"), Options{})
+			runWriters(b, writers, func(i int) error {
+				return s.db.Batch(func(tx *bolt.Tx) error {
+					return tx.Bucket(bucketRows).Put(rowKey([]byte("p"), fmt.Appendf(nil, "k%d", i)), encodeValue([]byte("value"), 0))
+				})
+			})
+		})
+	}
+}
+
+// runWriters runs b.N calls of write over writers goroutines.
+func runWriters(b *testing.B, writers int, write func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				if err := write(int(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
