@@ -9,8 +9,8 @@
 // state, a plog.Writer as the event log. New takes any EventLog and
 // ISeqStorage. A partition opened in fenced mode, or with
 // OpenOptions.GroupWrites, writes the events of the commands in flight in
-// groups instead (the committer in fenced.go): each command still gets its
-// own event's outcome.
+// groups instead (the committer, groupflow.go; takeover.go takes a fenced
+// partition over): each command still gets its own event's outcome.
 package apppart
 
 import (
