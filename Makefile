@@ -5,6 +5,7 @@
 #                           against a real cluster: CQLSEQ_CQL_HOSTS if set, else a
 #                           Cassandra this Makefile starts and always stops
 #   make lint               go vet + staticcheck
+#   make crash-bbolt        SIGKILL cqlseq bench on a bbolt file 100 times, verify after each
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cqlsh              cqlsh (PyPI, in .venv) against the running cluster
 
@@ -22,7 +23,7 @@ UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 FUZZTIME     ?= 20s
 
-.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
+.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt clean
 
 all: build
 
@@ -103,6 +104,12 @@ bench:
 # bench-cql migrates the keyspace first and needs CQLSEQ_CQL_HOSTS.
 bench-bbolt:
 	$(GO) run ./cmd/cqlseq bench --store bbolt --baseline $(BENCH_ARGS)
+
+# crash-bbolt SIGKILLs cqlseq bench on a bbolt file 100 times at random
+# instants (every mode, 4 partitions x 16 clients, fsync on) and runs
+# cqlseq verify after each kill; make test runs 8 kills.
+crash-bbolt:
+	CQLSEQ_CRASH_KILLS=100 $(GO) test -count=1 -run '^TestCrashBBolt$$' -v -timeout 30m ./cmd/cqlseq/
 
 bench-cql:
 	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "bench-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }

@@ -7,7 +7,10 @@
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
 // state, a plog.Writer as the event log. New takes any EventLog and
-// ISeqStorage.
+// ISeqStorage. A partition opened in fenced mode, or with
+// OpenOptions.GroupWrites, writes the events of the commands in flight in
+// groups instead (the committer, groupflow.go; takeover.go takes a fenced
+// partition over): each command still gets its own event's outcome.
 //
 // Fencing: apppart holds the takeover and the group flow. In
 // plog.ModeFenced, Open takes the partition over (a new epoch from
@@ -147,10 +150,10 @@ type Partition struct {
 	ev      Event
 
 	// Set by Open.
-	ss     *seqstorage.Storage
-	w      *plog.Writer
-	log    *plogLog   // event conversion (and the writer, unfenced)
-	fenced *committer // fenced mode only
+	ss    *seqstorage.Storage
+	w     *plog.Writer
+	log   *plogLog   // event conversion (and the writer, unfenced)
+	group *committer // fenced mode and OpenOptions.GroupWrites only
 }
 
 // New validates o and starts the partition's sequencer, which actualizes
@@ -186,8 +189,8 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if p.fenced != nil {
-		return p.doFenced(ctx, cmd)
+	if p.group != nil {
+		return p.doGroup(ctx, cmd)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -256,9 +259,9 @@ func (p *Partition) check(cmd Command) error {
 // event log by the next New or Open. Close waits for a command in progress.
 // It does not close the storages.
 func (p *Partition) Close() error {
-	if p.fenced != nil {
+	if p.group != nil {
 		// Cancelled and waited for outside p.mu: its failure path takes it.
-		p.fenced.close()
+		p.group.close()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -18,3 +18,15 @@ func BenchmarkFlowBBolt(b *testing.B) {
 	defer st.Close()
 	appparttest.RunFlowBenchmarks(b, st)
 }
+
+// BenchmarkGroupCommitBBolt runs every mode writing in groups on one bbolt
+// file with fsync on, 4 partitions x 16 clients, and the raw grouped
+// commit ceiling of the same bytes.
+func BenchmarkGroupCommitBBolt(b *testing.B) {
+	st, err := boltdb.Open(filepath.Join(b.TempDir(), "bench.db"), boltdb.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	appparttest.RunGroupCommitBenchmarks(b, st)
+}

@@ -37,3 +37,15 @@ func TestFencedLeaseExpired(t *testing.T) {
 		appparttest.FencedLeaseExpired(t, st, 46)
 	})
 }
+
+func TestFencedSplitGroup(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		appparttest.FencedSplitGroup(t, func(testing.TB) storage.Storage { return st }, 47)
+	})
+}
+
+func TestGroupedRecordConflict(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		appparttest.GroupedRecordConflict(t, st, 48)
+	})
+}

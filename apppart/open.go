@@ -56,8 +56,13 @@ type OpenOptions struct {
 	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
 	// not depend on it. nil: no lease check.
 	LeaseDeadline func() time.Time
-	// MaxGroupEvents caps the events of one group write in fenced mode.
-	// Default 128.
+	// GroupWrites, in the trust modes, writes events in groups as the
+	// fenced mode does (plog.Writer.WriteGroup, each event with its mode's
+	// semantics): the commands of the partition overlap, and a store with
+	// group commit (storage/boltdb) commits those of every partition
+	// together. Fenced mode always writes in groups.
+	GroupWrites bool
+	// MaxGroupEvents caps the events of one group write. Default 128.
 	MaxGroupEvents int
 	// Hooks pause points of the fenced flow, for tests only.
 	Hooks Hooks
@@ -135,6 +140,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	fenced := o.Mode == plog.ModeFenced
+	grouped := fenced || o.GroupWrites
 	var epoch uint64
 	if fenced {
 		if epoch, err = takeOver(ctx, o); err != nil {
@@ -178,14 +184,18 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 			return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
 		}
 	}
-	po.Sequencer.GroupCommit = fenced
+	po.Sequencer.GroupCommit = grouped
 	p, err := start(po)
 	if err != nil {
 		return nil, err
 	}
 	p.ss, p.w, p.log = ss, w, po.Log.(*plogLog)
-	if fenced {
-		if p.fenced, err = newCommitter(p, fw, epoch, p.seq, o.MaxGroupEvents, po.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
+	if grouped {
+		var log groupLog = trustLog{w}
+		if fenced {
+			log = fencedLog{fw}
+		}
+		if p.group, err = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, po.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
 			p.cleanup()
 			return nil, err
 		}
@@ -193,47 +203,21 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	return p, nil
 }
 
-// takeOver makes this process the fenced writer of the partition: a new
-// epoch, then the PLog sweep that fences every block the previous owner
-// may still write into (see plog.Sweep). It returns the epoch.
-func takeOver(ctx context.Context, o OpenOptions) (uint64, error) {
-	a := vvmadapter.New(o.Storage, o.App)
-	epoch, err := a.NextEpoch(ctx, o.Partition)
-	if err != nil {
-		return 0, fmt.Errorf("apppart: taking over app %d partition %d: new epoch: %w", o.App, o.Partition, err)
-	}
-	from, _, err := a.GetPLogOffset(ctx, o.Partition)
-	if err != nil {
-		return 0, fmt.Errorf("apppart: taking over app %d partition %d: %w", o.App, o.Partition, err)
-	}
-	blocks, err := plog.Sweep(ctx, o.AppStorage, o.Partition, from, epoch)
-	if err != nil {
-		return 0, fmt.Errorf("apppart: taking over app %d partition %d at epoch %d: fencing the PLog: %w", o.App, o.Partition, epoch, err)
-	}
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	logger.Info("apppart: took over partition", "app", o.App, "partition", o.Partition,
-		"epoch", epoch, "stored_next_plog_offset", from, "blocks_fenced", blocks)
-	return epoch, nil
-}
-
 // Epoch returns the partition's ownership epoch in fenced mode, else 0.
 func (p *Partition) Epoch() uint64 {
-	if p.fenced == nil {
+	if p.group == nil {
 		return 0
 	}
-	return p.fenced.epoch
+	return p.group.epoch
 }
 
-// GroupStats returns, in fenced mode, the number of group writes that
-// succeeded and the events they carried.
+// GroupStats returns, for a partition that writes in groups, the number of
+// group writes that stored events and the events they stored.
 func (p *Partition) GroupStats() (groups, events int) {
-	if p.fenced == nil {
+	if p.group == nil {
 		return 0, 0
 	}
-	return p.fenced.groupStats()
+	return p.group.groupStats()
 }
 
 // SeqStorage returns the sequencer storage Open built, or nil for a
@@ -264,7 +248,7 @@ func newPLogLog(w *plog.Writer, recordSeqs []isequencer.SeqID, wlogSeq isequence
 
 func (l *plogLog) Append(ctx context.Context, e *Event) error {
 	if l.w == nil {
-		return fmt.Errorf("apppart: no event writer (fenced partitions write through their committer)")
+		return fmt.Errorf("apppart: no event writer (partitions that write in groups write through their committer)")
 	}
 	l.convert(e, &l.ev)
 	return l.w.Write(ctx, &l.ev)

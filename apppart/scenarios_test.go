@@ -45,7 +45,10 @@ func TestFailedWritesReuseNoNumber(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
 		for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2} {
 			t.Run(mode.String(), func(t *testing.T) {
-				appparttest.FailedWritesReuseNoNumber(t, st, 10+isequencer.PartitionID(mode), mode, 3000)
+				appparttest.FailedWritesReuseNoNumber(t, st, 10+isequencer.PartitionID(mode), mode, 3000, false)
+			})
+			t.Run(mode.String()+"/grouped", func(t *testing.T) {
+				appparttest.FailedWritesReuseNoNumber(t, st, 50+isequencer.PartitionID(mode), mode, 3000, true)
 			})
 		}
 	})
@@ -53,7 +56,13 @@ func TestFailedWritesReuseNoNumber(t *testing.T) {
 
 func TestTrustLevelConflicts(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
-		appparttest.TrustLevelConflicts(t, st, 20)
+		appparttest.TrustLevelConflicts(t, st, 20, false)
+	})
+}
+
+func TestTrustLevelConflictsGrouped(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		appparttest.TrustLevelConflicts(t, st, 60, true)
 	})
 }
 

@@ -178,6 +178,9 @@ func (c *Collectors) Storage(st storage.Storage) storage.Storage {
 	return s
 }
 
+// Inner returns the Storage that st (from Collectors.Storage) wraps.
+func (s *instrumented) Inner() storage.Storage { return s.inner }
+
 const (
 	opGet = iota
 	opGetBatch

@@ -138,6 +138,12 @@ func (w *FencedWriter) Stopped() error {
 //     records of an applied chunk says so; its events are stored, its
 //     records may be partly stored. These errors do not stop the writer.
 //
+// When a chunk fails after earlier chunks of the group were applied and
+// their records written, the error is a *GroupError whose Stored counts
+// those events (a prefix of events): they are durable whatever the cause
+// of the failure, and the caller must treat them as written. Any other
+// error means that no event of the group is known to be stored.
+//
 // It returns nil only when every chunk was applied and every record
 // written.
 func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
@@ -155,12 +161,31 @@ func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
 	for i := 0; i < len(events); {
 		n := w.chunkLen(events, i)
 		if err := w.writeChunkLocked(ctx, events[i:i+n], i); err != nil {
+			if i > 0 {
+				return &GroupError{Stored: i, Err: err}
+			}
 			return err
 		}
 		i += n
 	}
 	return nil
 }
+
+// GroupError is WriteGroup's error when a group failed part way: its first
+// Stored events, in the chunks applied before the failure, are durable
+// with their records; Err says why the others were not written (ErrFenced,
+// ErrConflict, ErrCorrupt) or may not have been (any other error).
+type GroupError struct {
+	Stored int
+	Err    error
+}
+
+func (e *GroupError) Error() string {
+	return fmt.Sprintf("%v (the group's first %d events are stored)", e.Err, e.Stored)
+}
+
+// Unwrap returns Err.
+func (e *GroupError) Unwrap() error { return e.Err }
 
 // encodeLocked checks events and encodes them into mu.buf.
 func (w *FencedWriter) encodeLocked(events []*Event) error {

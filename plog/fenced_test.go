@@ -33,6 +33,10 @@ func TestFencedPlantedConflict(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.PlantedConflict(t, st, 1) })
 }
 
+func TestFencedSplitGroupTakeover(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.SplitGroupTakeover(t, st, 1) })
+}
+
 func TestFencedRecordsAfterEvents(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.RecordsAfterEvents(t, st, 1) })
 }

@@ -65,16 +65,45 @@ func RunFencingBenchmarks(b *testing.B, st storage.Storage) {
 	}
 }
 
+// GroupClients is the number of concurrent clients per partition in
+// RunGroupCommitBenchmarks.
+const GroupClients = 16
+
+// RunGroupCommitBenchmarks runs every mode writing in groups
+// (OpenOptions.GroupWrites; fenced mode always does) with GroupClients
+// clients on each of four partitions, and the store's ceiling for the same
+// bytes: RawGrouped, 4*GroupClients plog.Writers at trust level 2 (one
+// event and its record per write, no sequencer), each on its own
+// partition, writing at once, so that a store with group commit commits
+// them together.
+func RunGroupCommitBenchmarks(b *testing.B, st storage.Storage) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
+		b.Run("Grouped/"+mode.String()+"/4parts", func(b *testing.B) { benchGrouped(b, st, mode, 4, GroupClients) })
+	}
+	b.Run("RawGrouped", func(b *testing.B) { benchRawGrouped(b, st, 4*GroupClients) })
+}
+
 // benchFlow runs b.N commands over parts partitions with clients
 // concurrent clients each.
 func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
+	runFlow(b, st, mode, parts, clients, false)
+}
+
+// benchGrouped is benchFlow with OpenOptions.GroupWrites.
+func benchGrouped(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
+	runFlow(b, st, mode, parts, clients, true)
+}
+
+func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int, grouped bool) {
 	ctx := context.Background()
 	ps := make([]*apppart.Partition, parts)
 	ids := make([]isequencer.PartitionID, parts)
 	for i := range ps {
 		part := nextBenchPart()
 		ids[i] = part
-		p, err := apppart.Open(ctx, Options(st, part, mode))
+		o := Options(st, part, mode)
+		o.GroupWrites = grouped
+		p, err := apppart.Open(ctx, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -146,14 +175,9 @@ func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients 
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(began)
-	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	report(b, slices.Concat(lat...), elapsed, "cmds/s")
+	endRun(b, lat, began, &failed, "cmds/s")
 	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
-	if mode == plog.ModeFenced {
+	if mode == plog.ModeFenced || grouped {
 		groups, events := 0, 0
 		for _, p := range ps {
 			g, e := p.GroupStats()
@@ -165,6 +189,45 @@ func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients 
 	}
 }
 
+// benchRawGrouped writes b.N events with writers concurrent trust-2
+// plog.Writers, each on its own partition.
+func benchRawGrouped(b *testing.B, st storage.Storage, writers int) {
+	ctx := context.Background()
+	lat := make([][]time.Duration, writers)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	began := time.Now()
+	for i := range writers {
+		part := nextBenchPart()
+		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust2})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := b.N / writers
+		if i < b.N%writers {
+			n++
+		}
+		lat[i] = make([]time.Duration, 0, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e := newRawEvent()
+			for j := range n {
+				setRawEvent(&e, part, j)
+				t0 := time.Now()
+				if err := w.Write(ctx, &e); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	endRun(b, lat, began, &failed, "events/s")
+}
+
 func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
 	part := nextBenchPart()
 	w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: mode})
@@ -172,17 +235,12 @@ func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	e := plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+	e := newRawEvent()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	began := time.Now()
 	for i := range b.N {
-		e.Offset = isequencer.PLogOffset(i + 1)
-		e.WSID = WS(part, 1+i%BenchWorkspaces)
-		e.WLogOffset = uint64(i/BenchWorkspaces + 1)
-		e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
-		e.Numbers[1].Number = FirstRecordID + isequencer.Number(i/BenchWorkspaces)
-		e.Records[0] = plog.RecordID(e.Numbers[1].Number)
+		setRawEvent(&e, part, i)
 		t0 := time.Now()
 		if err := w.Write(ctx, &e); err != nil {
 			b.Fatal(err)
@@ -192,6 +250,33 @@ func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {
 	elapsed := time.Since(began)
 	b.StopTimer()
 	report(b, lat, elapsed, "events/s")
+}
+
+// endRun stops b's timer after its workers, started at began, ended; it
+// fails b with a worker's error, else reports their latencies.
+func endRun(b *testing.B, lat [][]time.Duration, began time.Time, failed *atomic.Value, unit string) {
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	report(b, slices.Concat(lat...), elapsed, unit)
+}
+
+// newRawEvent returns an event of a command's shape for the raw loops.
+func newRawEvent() plog.Event {
+	return plog.Event{WSKind: Kind, Numbers: []plog.SeqNumber{{SeqID: SeqWLogOffset}, {SeqID: SeqRecordID}}, Records: []plog.RecordID{0}, Payload: []byte("cmd")}
+}
+
+// setRawEvent makes e the i-th (from 0) event of partition part's raw loop:
+// offset i+1, the workspaces in turn, numbers as the flow would take them.
+func setRawEvent(e *plog.Event, part isequencer.PartitionID, i int) {
+	e.Offset = isequencer.PLogOffset(i + 1)
+	e.WSID = WS(part, 1+i%BenchWorkspaces)
+	e.WLogOffset = uint64(i/BenchWorkspaces + 1)
+	e.Numbers[0].Number = isequencer.Number(e.WLogOffset)
+	e.Numbers[1].Number = FirstRecordID + isequencer.Number(i/BenchWorkspaces)
+	e.Records[0] = plog.RecordID(e.Numbers[1].Number)
 }
 
 // report adds throughput and p50/p99 latency (µs) to b.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogtest"
 	"github.com/cqlseq/cqlseq/storage"
 )
 
@@ -82,12 +84,16 @@ type owner struct {
 	mu    sync.Mutex
 	acked []Acked
 	seq   int
+	pad   int // bytes added to each payload
 }
 
 func (o *owner) do(t testing.TB, ws isequencer.WSID) (apppart.Result, error) {
 	o.mu.Lock()
 	o.seq++
 	payload := fmt.Sprintf("%s-%d", o.name, o.seq)
+	if o.pad > 0 {
+		payload += "-" + strings.Repeat("x", o.pad)
+	}
 	o.mu.Unlock()
 	cmd := Cmd(ws)
 	cmd.Payload = []byte(payload)
@@ -313,4 +319,246 @@ func FencedLeaseExpired(t *testing.T, st storage.Storage, part isequencer.Partit
 	require.ErrorIs(t, err, apppart.ErrNotLeader)
 	require.NoError(t, a.p.Close())
 	require.Equal(t, 1, VerifyPLog(t, st, part, a.acked))
+}
+
+// FencedSplitGroup: a takeover lands between two chunks of one group
+// write (payloads of 12 KiB, so that the writer's 32 KiB cap puts two
+// events in a chunk). The commands of the chunk stored before the takeover
+// succeed; the others fail as fenced; and the PLog holds exactly the
+// acknowledged events of the deposed owner.
+func FencedSplitGroup(t *testing.T, newStore func(t testing.TB) storage.Storage, part isequencer.PartitionID) {
+	const (
+		pad      = 12 << 10
+		perChunk = 2
+		queued   = 8
+	)
+	stA, stB := newStore(t), newStore(t)
+	first, split := newPause(), newPause()
+	entered := make(chan struct{}, 64)
+	var mu sync.Mutex
+	armSplit, calls := false, 0
+	rec := &plogtest.Recorder{Storage: stA}
+	rec.BeforeApplyBatchIf = func() {
+		mu.Lock()
+		hit := false
+		if armSplit {
+			if calls++; calls == 2 {
+				armSplit, hit = false, true
+			}
+		}
+		mu.Unlock()
+		if hit {
+			split.hit()
+		}
+	}
+	oa := Options(stA, part, plog.ModeFenced)
+	oa.AppStorage = rec
+	oa.Hooks.AfterLeaseCheck = func() {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+	}
+	oa.Hooks.BeforeGroupWrite = func(from, to isequencer.PLogOffset) {
+		mu.Lock()
+		if to-from+1 > perChunk && calls == 0 {
+			armSplit = true
+		}
+		mu.Unlock()
+		first.hit()
+	}
+	a := openOwner(t, "A", oa)
+	a.pad = pad
+	t.Cleanup(first.free)
+	t.Cleanup(split.free)
+	for i := range 3 {
+		_, err := a.do(t, WS(part, 1+i))
+		require.NoError(t, err)
+	}
+
+	// The committer pauses before writing one command's group while
+	// queued more commands wait behind it: the next group holds at least
+	// queued-1 of them (each command enters after the previous one has
+	// queued its event).
+	first.arm()
+	type res struct {
+		r   apppart.Result
+		err error
+	}
+	results := make(chan res, queued+1)
+	run := func(ws isequencer.WSID) {
+		r, err := a.do(t, ws)
+		results <- res{r, err}
+	}
+	go run(WS(part, 1))
+	select {
+	case <-first.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("A's first group never reached its write")
+	}
+	for len(entered) > 0 {
+		<-entered
+	}
+	for i := range queued {
+		go run(WS(part, 2+i%3))
+	}
+	for range queued {
+		select {
+		case <-entered:
+		case <-time.After(time.Minute):
+			t.Fatal("A's commands never entered")
+		}
+	}
+	split.arm()
+	first.free()
+	select {
+	case <-split.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("A's group write never reached its second chunk")
+	}
+	b := openOwner(t, "B", Options(stB, part, plog.ModeFenced))
+	split.free()
+
+	ok := 0
+	for range queued + 1 {
+		got := <-results
+		if got.err == nil {
+			ok++
+			continue
+		}
+		require.ErrorIs(t, got.err, plog.ErrFenced)
+	}
+	// The command of the first group and the first chunk of the split one.
+	require.Equal(t, 1+perChunk, ok, "commands acknowledged after the takeover")
+	_, err := a.do(t, WS(part, 1))
+	require.ErrorIs(t, err, apppart.ErrStopped)
+
+	for i := range 5 {
+		_, err := b.do(t, WS(part, 1+i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, a.p.Close())
+	require.NoError(t, b.p.Close())
+	all := append(a.acked, b.acked...)
+	VerifyPLog(t, stB, part, all)
+	// Nothing of A is stored that A did not acknowledge.
+	ackedA := map[string]bool{}
+	for _, x := range a.acked {
+		ackedA[x.Payload] = true
+	}
+	r, err := plog.NewReader(stB, plog.ReaderOptions{})
+	require.NoError(t, err)
+	require.NoError(t, r.ReadEvents(context.Background(), part, 1, func(e *plog.Event) error {
+		if p := string(e.Payload); strings.HasPrefix(p, "A-") && !ackedA[p] {
+			return fmt.Errorf("offset %d holds A's event %.8s..., which A did not acknowledge", e.Offset, p)
+		}
+		return nil
+	}))
+}
+
+// GroupedRecordConflict: trust level 0 writing in groups
+// (OpenOptions.GroupWrites). A record is planted at the ID the next
+// command of one workspace takes; that command and the commands of other
+// workspaces share one group write. The planted record fails its command
+// alone (plog.ErrConflict, the partition stops); the commands beside it in
+// the group, and those of another partition running at the same time,
+// succeed.
+func GroupedRecordConflict(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
+	const workers = 7
+	ctx := context.Background()
+	first := newPause()
+	entered := make(chan struct{}, 64)
+	o := Options(st, part, plog.ModeTrust0)
+	o.GroupWrites = true
+	o.Hooks.AfterLeaseCheck = func() {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+	}
+	o.Hooks.BeforeGroupWrite = func(_, _ isequencer.PLogOffset) { first.hit() }
+	a := openOwner(t, "A", o)
+	t.Cleanup(first.free)
+	ob := Options(st, part+1, plog.ModeTrust0)
+	ob.GroupWrites = true
+	b := openOwner(t, "B", ob)
+
+	var next [workers + 2]isequencer.Number // next record ID per workspace
+	for i := 1; i <= workers+1; i++ {
+		r, err := a.do(t, WS(part, i))
+		require.NoError(t, err)
+		next[i] = r.Numbers[1] + 1
+	}
+	const victim = 3
+	planted := []byte{0xEE}
+	recKey, recCC := plog.RecordPKey(WS(part, victim), plog.RecordID(next[victim])), plog.RecordCCols(plog.RecordID(next[victim]))
+	require.NoError(t, st.Put(ctx, recKey, recCC, planted))
+
+	type res struct {
+		ws  int
+		err error
+	}
+	results := make(chan res, workers+2)
+	run := func(ws int) {
+		_, err := a.do(t, WS(part, ws))
+		results <- res{ws, err}
+	}
+	// The committer holds a first command's group while the workers queue
+	// behind it; a probe entering after them proves them queued.
+	first.arm()
+	go run(workers + 1)
+	select {
+	case <-first.reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the first group never reached its write")
+	}
+	for len(entered) > 0 {
+		<-entered
+	}
+	for ws := 1; ws <= workers; ws++ {
+		go run(ws)
+	}
+	for range workers {
+		<-entered
+	}
+	go run(workers + 1)
+	<-entered
+	var bErrs []error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			if _, err := b.do(t, WS(part+1, 1+i%5)); err != nil {
+				bErrs = append(bErrs, err)
+			}
+		}
+	}()
+	first.free()
+	probes := 0
+	for range workers + 2 {
+		got := <-results
+		switch {
+		case got.ws == victim:
+			require.ErrorIs(t, got.err, plog.ErrConflict)
+			require.ErrorIs(t, got.err, apppart.ErrStopped)
+		case got.ws == workers+1:
+			// The first command, and the probe: in the group, or after it
+			// in a partition that has stopped.
+			if probes++; got.err != nil {
+				require.ErrorIs(t, got.err, apppart.ErrStopped)
+			}
+		default:
+			require.NoError(t, got.err, "WSID %d shares the group with the conflict, not the conflict", got.ws)
+		}
+	}
+	wg.Wait()
+	require.Empty(t, bErrs, "the other partition's commands")
+	v, _, err := st.Get(ctx, recKey, recCC)
+	require.NoError(t, err)
+	require.Equal(t, planted, v, "not overwritten")
+	require.NoError(t, a.p.Close())
+	require.NoError(t, b.p.Close())
+	VerifyPLog(t, st, part, a.acked)
+	VerifyPLog(t, st, part+1, b.acked)
 }

@@ -78,17 +78,26 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 // retries). The partition actualizes after each failure and goes on: no
 // number is handed out twice, neither to callers nor in the PLog, which
 // holds contiguous offsets.
-func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, commands int) {
+//
+// grouped runs the partition with OpenOptions.GroupWrites, where trust
+// levels 0 and 1 insert events with ApplyBatchIf (and trust0 its records
+// too: a fault there fails one command as well, its outcome unknown).
+func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, commands int, grouped bool) {
 	op := faulty.OpInsertIfNotExists // trust0, trust1: only events use it
-	if mode == plog.ModeTrust2 {
+	switch {
+	case mode == plog.ModeTrust2:
 		op = faulty.OpPutBatch
+	case grouped:
+		op = faulty.OpApplyBatchIf
 	}
 	fs, err := faulty.New(st, faulty.Options{Seed: uint64(part), Rules: []faulty.Rule{
 		{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02},
 		{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02, AfterCall: true, Err: storage.ErrUnknownOutcome},
 	}})
 	require.NoError(t, err)
-	p := Open(t, Options(fs, part, mode))
+	o := Options(fs, part, mode)
+	o.GroupWrites = grouped
+	p := Open(t, o)
 	handed := Maxes{}
 	results := map[isequencer.PLogOffset]apppart.Result{}
 	failed := 0
@@ -142,7 +151,9 @@ func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer
 // refuse to overwrite the event (plog.ErrConflict) and stop the partition;
 // level 0 also refuses the record; levels 1 and 2 overwrite the record;
 // level 2 also overwrites the event (its documented price).
-func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
+//
+// grouped runs the partitions with OpenOptions.GroupWrites.
+func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.PartitionID, grouped bool) {
 	planted := []byte{1}
 	for i, tc := range []struct {
 		mode      plog.Mode
@@ -163,7 +174,9 @@ func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.Parti
 		part := part + isequencer.PartitionID(i)
 		t.Run(tc.mode.String()+"/"+what, func(t *testing.T) {
 			ctx := context.Background()
-			p := Open(t, Options(st, part, tc.mode))
+			o := Options(st, part, tc.mode)
+			o.GroupWrites = grouped
+			p := Open(t, o)
 			ws := WS(part, 1)
 			var r apppart.Result
 			var err error

@@ -34,6 +34,12 @@ func TestFencedHandOverCQL(t *testing.T) {
 	appparttest.FencedHandOver(t, newStore, appPartBase+10)
 }
 
+// TestFencedSplitGroupCQL: a takeover between two chunks of one group
+// write; the commands of the stored chunk succeed, the rest fail as fenced.
+func TestFencedSplitGroupCQL(t *testing.T) {
+	appparttest.FencedSplitGroup(t, newStore, appPartBase+11)
+}
+
 // BenchmarkFencingCQL: fenced mode against trust levels 0 and 2 under the
 // same load (appparttest.FencingClients clients per partition).
 func BenchmarkFencingCQL(b *testing.B) {

@@ -54,6 +54,13 @@ func TestPlantedConflict(t *testing.T) {
 	plogtest.PlantedConflict(t, open(t), part())
 }
 
+// TestSplitGroupTakeover: a sweep between two chunks of one group; the
+// writer reports the stored prefix.
+func TestSplitGroupTakeover(t *testing.T) {
+	itest.NoLeaks(t)
+	plogtest.SplitGroupTakeover(t, open(t), part())
+}
+
 func TestRecordsAfterEvents(t *testing.T) {
 	itest.NoLeaks(t)
 	plogtest.RecordsAfterEvents(t, open(t), part())

@@ -38,14 +38,14 @@ func TestFailedWritesReuseNoNumber(t *testing.T) {
 	st := open(t)
 	for i, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2} {
 		t.Run(mode.String(), func(t *testing.T) {
-			appparttest.FailedWritesReuseNoNumber(t, st, partFailed+isequencer.PartitionID(i), mode, 1500)
+			appparttest.FailedWritesReuseNoNumber(t, st, partFailed+isequencer.PartitionID(i), mode, 1500, false)
 		})
 	}
 }
 
 func TestTrustLevelConflicts(t *testing.T) {
 	itest.NoLeaks(t)
-	appparttest.TrustLevelConflicts(t, open(t), partConflict)
+	appparttest.TrustLevelConflicts(t, open(t), partConflict, false)
 }
 
 func TestCorruptTailKeepsRetrying(t *testing.T) {

@@ -115,17 +115,21 @@ type Batch struct {
 
 // Recorder wraps a Storage and records every ApplyBatchIf and PutBatch.
 // BeforePutBatch, if set, is called with each PutBatch's rows before they
-// are written.
+// are written; BeforeApplyBatchIf, if set, before each ApplyBatchIf.
 type Recorder struct {
 	storage.Storage
-	BeforePutBatch func(rows []storage.Row)
-	mu             sync.Mutex
-	batches        []Batch
-	putBatches     int
+	BeforePutBatch     func(rows []storage.Row)
+	BeforeApplyBatchIf func()
+	mu                 sync.Mutex
+	batches            []Batch
+	putBatches         int
 }
 
-// ApplyBatchIf records the call.
+// ApplyBatchIf calls BeforeApplyBatchIf, then writes and records the call.
 func (r *Recorder) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	if r.BeforeApplyBatchIf != nil {
+		r.BeforeApplyBatchIf()
+	}
 	ok, err := r.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
 	b := Batch{PKey: bytes.Clone(pKey), Applied: ok && err == nil}
 	for _, c := range conds {

@@ -211,6 +211,43 @@ func PlantedConflict(t *testing.T, st storage.Storage, part isequencer.Partition
 	assert.False(t, exists(t, st, part, 8192))
 }
 
+// SplitGroupTakeover: a takeover (a sweep with a later epoch) between two
+// chunks of one group. The chunk applied before it stays stored with its
+// records, and WriteGroup says how many events that is (a
+// *plog.GroupError wrapping ErrFenced); the later chunks are not written.
+func SplitGroupTakeover(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
+	ctx := context.Background()
+	o1 := OwnerOf(part, 1)
+	calls := 0
+	rec := &Recorder{Storage: st}
+	rec.BeforeApplyBatchIf = func() {
+		if calls++; calls == 2 {
+			_, err := plog.Sweep(ctx, st, part, 1, 2)
+			require.NoError(t, err)
+		}
+	}
+	w := NewWriter(t, rec, part, 1, 3, 0)
+	err := w.WriteGroup(ctx, Group(o1, 1, 9))
+	require.ErrorIs(t, err, plog.ErrFenced)
+	var ge *plog.GroupError
+	require.ErrorAs(t, err, &ge)
+	assert.Equal(t, 3, ge.Stored, "the first chunk (3 events) is stored")
+	assert.Contains(t, err.Error(), "first 3 events are stored")
+	assert.Equal(t, Span(o1, 1, 3), ReadLog(t, st, part, 1))
+	for off := range isequencer.PLogOffset(3) {
+		_, ok := recordOf(t, st, o1, plog.RecordID(1+off))
+		assert.True(t, ok, "record of offset %d", 1+off)
+	}
+	_, ok := recordOf(t, st, o1, 4)
+	assert.False(t, ok, "no record of a refused chunk")
+
+	// Refused at its first chunk: nothing stored, no *GroupError.
+	err = w.WriteGroup(ctx, Group(o1, 4, 2))
+	require.ErrorIs(t, err, plog.ErrFenced)
+	require.False(t, errors.As(err, &ge), "%v", err)
+	assert.Equal(t, Span(o1, 1, 3), ReadLog(t, st, part, 1))
+}
+
 // RecordsAfterEvents: a group's records are written only once its events
 // are stored, and never for a refused group.
 func RecordsAfterEvents(t *testing.T, st storage.Storage, part isequencer.PartitionID) {

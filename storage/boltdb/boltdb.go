@@ -3,8 +3,9 @@
 // layout.
 //
 // Conditional writes (InsertIfNotExists, CompareAndSwap, CompareAndDelete,
-// ApplyBatchIf) each run in one bbolt write transaction, so they are atomic
-// and serialised with every other write. Rows written with a TTL are absent
+// ApplyBatchIf) are atomic and serialised with every other write. Writes
+// of concurrent callers share one bbolt write transaction and one fsync
+// (group commit, groupcommit.go), each with its own result. Rows written with a TTL are absent
 // to every read once it has passed; a sweeper owned by the Store deletes
 // them every Options.ReclaimInterval, and writes overwrite them in place.
 //
@@ -44,6 +45,8 @@ type Store struct {
 	now  func() time.Time
 	log  *slog.Logger
 
+	commit *committer // runs every write transaction (groupcommit.go)
+
 	closed  atomic.Bool
 	closeMu sync.Mutex         // serialises Close
 	stop    context.CancelFunc // cancels the sweeper
@@ -52,10 +55,12 @@ type Store struct {
 
 var _ storage.Storage = (*Store)(nil)
 
-// hooks replace the sweeper's ticker and report its sweeps (tests).
+// hooks replace the sweeper's ticker and report its sweeps, and pause
+// the committer before each group (tests).
 type hooks struct {
-	tick  <-chan time.Time
-	swept chan<- int
+	tick        <-chan time.Time
+	swept       chan<- int
+	beforeGroup func(n int)
 }
 
 // Open opens (creating if needed, mode 0600) the file at path, whose
@@ -100,7 +105,8 @@ func open(path string, o Options, h hooks) (*Store, error) {
 		}
 		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, now: o.Now, log: o.Logger, done: make(chan struct{})}
+	s := &Store{db: db, path: path, now: o.Now, log: o.Logger, done: make(chan struct{}), commit: newCommitter(h.beforeGroup)}
+	go s.runCommitter()
 	ctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	tick, stopTicker := h.tick, func() {}
@@ -261,6 +267,7 @@ func (s *Store) Close() error {
 	s.stop()
 	<-s.done
 	s.closed.Store(true)
+	s.commit.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltdb: close %s: %w", s.path, err)
 	}
@@ -313,39 +320,6 @@ func (s *Store) view(ctx context.Context, fn func(rows *bolt.Bucket, now int64) 
 type writer struct {
 	rows, expiry *bolt.Bucket
 	now          int64 // Unix ns, read once the write lock is held
-}
-
-// update runs fn in one write transaction. A failed commit of a conditional
-// write wraps storage.ErrUnknownOutcome: bbolt may have written part of it
-// to the file before failing.
-func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer) error) (err error) {
-	if err := s.ready(ctx); err != nil {
-		return err
-	}
-	tx, err := s.db.Begin(true)
-	if err != nil {
-		return s.txErr(err)
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			// bbolt panicked before writing the file (in the tree's
-			// rebalance or spill): roll back to release the write lock.
-			_ = tx.Rollback()
-			err = corruptPanic(s.path, r)
-		}
-	}()
-	w := &writer{rows: tx.Bucket(bucketRows), expiry: tx.Bucket(bucketExpiry), now: s.now().UnixNano()}
-	if err := fn(w); err != nil {
-		_ = tx.Rollback()
-		return s.txErr(err)
-	}
-	if err := tx.Commit(); err != nil {
-		if conditional && !errors.Is(err, berrors.ErrDatabaseNotOpen) {
-			return fmt.Errorf("boltdb: %s: commit failed: %w: %w", s.path, storage.ErrUnknownOutcome, err)
-		}
-		return s.txErr(err)
-	}
-	return nil
 }
 
 // put writes the row at rk; ttl 0 means no expiry.
@@ -585,6 +559,7 @@ func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte
 		return false, err
 	}
 	err = s.update(ctx, true, func(w *writer) error {
+		ok = false
 		_, _, exists, err := live(w.rows, rk, w.now)
 		if err != nil || exists {
 			return err
@@ -608,6 +583,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newVa
 		return false, err
 	}
 	err = s.update(ctx, true, func(w *writer) error {
+		ok = false
 		v, _, exists, err := live(w.rows, rk, w.now)
 		if err != nil || !exists || !bytes.Equal(v, oldValue) {
 			return err
@@ -625,6 +601,7 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 		return false, err
 	}
 	err = s.update(ctx, true, func(w *writer) error {
+		ok = false
 		v, _, exists, err := live(w.rows, rk, w.now)
 		if err != nil || !exists || !bytes.Equal(v, expected) {
 			return err
@@ -659,6 +636,7 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 		}
 	}
 	err = s.update(ctx, true, func(w *writer) error {
+		ok = false
 		for i, c := range conds {
 			v, _, exists, err := live(w.rows, condKeys[i], w.now)
 			if err != nil {

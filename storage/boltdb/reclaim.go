@@ -60,6 +60,7 @@ func (s *Store) Reclaim(ctx context.Context) (int, error) {
 		}
 		seen, n := 0, 0
 		err = s.update(ctx, false, func(w *writer) error {
+			n = 0
 			var keys [][]byte
 			c := w.expiry.Cursor()
 			for k, _ := c.First(); k != nil && len(keys) < reclaimChunk; k, _ = c.Next() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,17 +12,20 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 )
 
-// committer writes the events of a fenced partition in groups: one
-// conditional batch per group (plog.FencedWriter), then Durable on the
-// sequencer, then the commands' acknowledgements. It owns one goroutine,
-// started by Open and stopped (cancelled first, then waited for) by Close.
+// committer writes the events of a partition in groups (fenced mode, and
+// the trust modes with OpenOptions.GroupWrites): a group write (groupLog),
+// then Durable on the sequencer, then the commands' acknowledgements. It
+// owns one goroutine, started by Open and stopped (cancelled first, then
+// waited for) by Close.
 //
-// It is the only caller of the sequencer's Actualize in fenced mode, and
-// calls it only while no group write is in flight (isequencer.IGroupCommit's
-// contract).
+// It reports a failed group through failed, which the partition runs
+// under its lock: it stops the partition when the failure says so, fails
+// the commands queued after the group (failQueued) and actualizes the
+// sequencer, the only Actualize of a grouped partition, made while no
+// group write is in flight (isequencer.IGroupCommit's contract).
 type committer struct {
-	p        *Partition
-	w        *plog.FencedWriter
+	log      groupLog
+	failed   func(err error, first, last isequencer.PLogOffset) error
 	epoch    uint64
 	durable  isequencer.IGroupCommit
 	maxGroup int
@@ -70,12 +74,47 @@ type pending struct {
 	done chan struct{}
 }
 
-func newCommitter(p *Partition, w *plog.FencedWriter, epoch uint64, seq isequencer.ISequencer, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) (*committer, error) {
+// groupLog writes a group of events (consecutive offsets, ascending) and
+// sets errs[i] to event i's outcome: nil when stored with its records; an
+// error wrapping plog.ErrConflict or plog.ErrFenced when it was refused
+// (the partition stops); any other error when its outcome is unknown.
+type groupLog interface {
+	writeGroup(ctx context.Context, events []*plog.Event, errs []error)
+}
+
+// fencedLog is the groupLog of fenced mode.
+type fencedLog struct{ w *plog.FencedWriter }
+
+func (l fencedLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
+	err := l.w.WriteGroup(ctx, events)
+	stored := len(events)
+	if err != nil {
+		stored = 0
+		if ge := (*plog.GroupError)(nil); errors.As(err, &ge) {
+			stored, err = ge.Stored, ge.Err
+		}
+	}
+	for i := range errs {
+		errs[i] = nil
+		if i >= stored {
+			errs[i] = err
+		}
+	}
+}
+
+// trustLog is the groupLog of the trust modes.
+type trustLog struct{ w *plog.Writer }
+
+func (l trustLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
+	l.w.WriteGroup(ctx, events, errs)
+}
+
+func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, isequencer.PLogOffset) error, epoch uint64, seq isequencer.ISequencer, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) (*committer, error) {
 	d, ok := seq.(isequencer.IGroupCommit)
 	if !ok {
 		return nil, fmt.Errorf("%w: the sequencer does not implement IGroupCommit", ErrInvalidOptions)
 	}
-	c := &committer{p: p, w: w, epoch: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
+	c := &committer{log: log, failed: failed, epoch: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
 		done: make(chan struct{}), signal: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
@@ -176,64 +215,109 @@ func (c *committer) write(group []*pending) {
 	if c.hooks.BeforeGroupWrite != nil {
 		c.hooks.BeforeGroupWrite(first, last)
 	}
+	errs := make([]error, len(group))
 	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
-	err := c.w.WriteGroup(ctx, events)
+	c.log.writeGroup(ctx, events, errs)
 	cancel()
-	if err == nil && c.hooks.AfterGroupWrite != nil {
-		c.hooks.AfterGroupWrite(first, last)
+	// stored: the durable prefix of the group.
+	stored := slices.IndexFunc(errs, func(err error) bool { return err != nil })
+	if stored < 0 {
+		stored = len(group)
+		if c.hooks.AfterGroupWrite != nil {
+			c.hooks.AfterGroupWrite(first, last)
+		}
 	}
-	if err == nil {
-		c.durable.Durable(group[len(group)-1].ev.Offset + 1)
-		c.stats.Lock()
-		c.stats.groups++
-		c.stats.events += len(group)
-		c.stats.Unlock()
+	if stored > 0 {
+		c.durable.Durable(group[stored-1].ev.Offset + 1)
+	}
+	if stored == len(group) {
+		c.count(len(group))
 		for _, x := range group {
 			x.finish(nil)
 		}
 		return
 	}
-	c.fail(group, err)
+	// Every command gets its own event's outcome. An event stored after
+	// one whose outcome is unknown may lie beyond a gap that the replay
+	// stops at: its outcome is unknown too.
+	err := c.failed(errs[stored], group[stored].ev.Offset, last)
+	gap, ok := false, 0
+	for i, x := range group {
+		off, werr := x.ev.Offset, errs[i]
+		switch {
+		case werr == nil && !gap:
+			ok++
+			x.finish(nil)
+		case werr == nil:
+			x.finish(fmt.Errorf("%w at PLog offset %d (outcome unknown: the event is stored, after one whose write failed): %w", ErrWrite, off, err))
+		case refused(werr):
+			x.finish(fmt.Errorf("%w at PLog offset %d: %w: %w", ErrWrite, off, ErrStopped, werr))
+		default:
+			gap = true
+			x.finish(fmt.Errorf("%w at PLog offset %d (outcome unknown: the event may be stored): %w", ErrWrite, off, werr))
+		}
+	}
+	c.count(ok)
 }
 
-// fail reports a failed group to its commands and to every command queued
-// after it (their offsets follow the failed ones), stops the partition on a
-// fence or conflict, and actualizes: the replay decides which events are
-// durable.
-func (c *committer) fail(group []*pending, err error) {
-	first, last := group[0].ev.Offset, group[len(group)-1].ev.Offset
-	p := c.p
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var werr error
-	switch {
-	case errors.Is(err, plog.ErrFenced), errors.Is(err, plog.ErrConflict):
-		if p.stopped == nil {
-			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
-		}
-		p.o.Logger.Error("apppart: fenced group write refused, partition stopped",
-			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
-		werr = fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, p.stopped)
-	default:
-		p.o.Logger.Warn("apppart: group write failed, actualizing",
-			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "events", len(group), "err", err)
-		werr = fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, err)
+// refused reports a write error that refused the event (and stops the
+// partition).
+func refused(err error) bool {
+	return errors.Is(err, plog.ErrFenced) || errors.Is(err, plog.ErrConflict)
+}
+
+func (c *committer) count(events int) {
+	if events == 0 {
+		return
 	}
+	c.stats.Lock()
+	c.stats.groups++
+	c.stats.events += events
+	c.stats.Unlock()
+}
+
+// failQueued fails every command queued after a failed group: their
+// offsets follow the failed ones and their numbers are not used.
+func (c *committer) failQueued(err error) {
 	c.mu.Lock()
 	rest := c.mu.queue
 	c.mu.queue = nil
 	c.mu.Unlock()
-	for _, x := range group {
-		x.finish(werr)
-	}
 	for _, x := range rest {
-		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, werr))
+		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, err))
 	}
+}
+
+// groupFailed is the committer's failure report (committer.failed), run
+// from its goroutine: err is the first failed event's (at offset first
+// of the group ending at last). It stops the partition on a refusal,
+// fails the commands queued behind the group and actualizes: the replay
+// decides which events are durable. It returns the error behind the
+// failures.
+func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var werr error
+	if refused(err) {
+		if p.stopped == nil {
+			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
+		}
+		p.o.Logger.Error("apppart: group write refused, partition stopped",
+			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
+		werr = fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, p.stopped)
+	} else {
+		p.o.Logger.Warn("apppart: group write failed, actualizing",
+			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
+		werr = fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, err)
+	}
+	p.group.failQueued(werr)
 	// No command is between Start and enqueue (they hold p.mu) and no
-	// group is in flight (this goroutine writes them): Actualize is safe.
+	// group is in flight (the committer's goroutine runs this): Actualize
+	// is safe.
 	if !p.closed {
 		p.seq.Actualize()
 	}
+	return werr
 }
 
 // groupStats returns the number of groups written and their events.
@@ -243,10 +327,11 @@ func (c *committer) groupStats() (groups, events int) {
 	return c.stats.groups, c.stats.events
 }
 
-// doFenced is Do for a fenced partition: the command takes its numbers
-// under the partition's lock, queues its event and waits for its group.
-func (p *Partition) doFenced(ctx context.Context, cmd Command) (Result, error) {
-	c := p.fenced
+// doGroup is Do for a partition that writes in groups: the command takes
+// its numbers under the partition's lock, queues its event and waits for
+// its group.
+func (p *Partition) doGroup(ctx context.Context, cmd Command) (Result, error) {
+	c := p.group
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

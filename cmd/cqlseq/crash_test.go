@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// crashKillsEnv sets TestCrashBBolt's number of kills (default 8; make
+// crash-bbolt runs 100).
+const crashKillsEnv = "CQLSEQ_CRASH_KILLS"
+
+// child returns a command running cqlseq with args in a child process
+// (this test binary, see TestMain).
+func child(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+strings.Join(args, " "))
+	return cmd
+}
+
+// TestCrashBBolt SIGKILLs `cqlseq bench` on a bbolt file (fsync on, 4
+// partitions x 16 clients) at random instants, restarting it on the same
+// file each time, one file per mode, and runs `cqlseq verify` after every
+// kill: it must find nothing (no number twice, no stored number below an
+// event's, no stored offset past the log).
+func TestCrashBBolt(t *testing.T) {
+	kills := 8
+	if s := os.Getenv(crashKillsEnv); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err, crashKillsEnv)
+		kills = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+	dir := t.TempDir()
+	modes := []string{"trust0", "trust1", "trust2", "fenced"}
+	for k := range kills {
+		mode := modes[k%len(modes)]
+		file := filepath.Join(dir, mode+".db")
+		bench := child("bench", "--store", "bbolt", "--file", file, "--mode", mode, "--partitions", "4",
+			"--concurrency", "16", "--duration", "1m", "--no-progress", "--log-level", "error")
+		var out bytes.Buffer
+		bench.Stdout, bench.Stderr = &out, &out
+		require.NoError(t, bench.Start())
+		// Past the start (file open, actualization) most of the time, but
+		// sometimes during it.
+		time.Sleep(time.Duration(50+rng.IntN(1200)) * time.Millisecond)
+		require.NoError(t, bench.Process.Kill())
+		err := bench.Wait()
+		require.Error(t, err, "bench ended before the kill: %s", out.String())
+
+		verify := child("verify", "--file", file, "--partition", "0,1,2,3")
+		got, err := verify.CombinedOutput()
+		require.NoError(t, err, "kill %d (%s): verify found a problem:\n%s", k+1, mode, got)
+		if k < len(modes) {
+			t.Logf("kill %d (%s): %s", k+1, mode, firstLine(got))
+		}
+	}
+	t.Logf("%d kills, verify found nothing after any of them", kills)
+}
+
+func firstLine(b []byte) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return string(b[:i])
+	}
+	return string(b)
+}

@@ -1,0 +1,217 @@
+package plog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// WriteGroup writes events, which must have consecutive offsets in
+// ascending order (e.Partition is ignored), each with the semantics Write
+// gives it in the writer's Mode, in fewer storage calls, and sets errs[i]
+// (len(errs) == len(events)) to event i's outcome:
+//
+//   - nil: the event and its records are stored.
+//   - ErrConflict, as for Write: an event already stored at its offset
+//     (nothing of it written), or, in ModeTrust0, one of its records (its
+//     event is stored, as Write's error says). The events after an event
+//     conflict are not written and get that error too. The writer is
+//     stopped: later calls fail every event with the first conflict.
+//   - any other error, as for Write: the event may or may not be stored,
+//     its records may be partly stored.
+//
+// An invalid group (a nil event, offset 0, offsets not consecutive, or an
+// event Write would refuse) writes nothing: every errs[i] wraps
+// storage.ErrInvalidArgument.
+//
+// Storage calls: ModeTrust2, one PutBatch of the events and their records.
+// ModeTrust0 and ModeTrust1, one conditional batch per PLog block that
+// inserts the block's events if none of them exists (if one does, the
+// block's events are inserted one at a time, in order, up to the first
+// that exists); then ModeTrust1 one PutBatch of the records (retried, as
+// Write does), ModeTrust0 one conditional batch per event and record
+// partition, issued concurrently so that a store with group commit
+// (storage/boltdb) commits them together.
+func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fill := func(from int, err error) {
+		for i := from; i < len(events); i++ {
+			errs[i] = err
+		}
+	}
+	clear(errs)
+	if w.mu.stopped != nil {
+		fill(0, w.mu.stopped)
+		return
+	}
+	encs, err := w.encodeGroup(events)
+	if err != nil {
+		fill(0, err)
+		return
+	}
+	part := w.o.Partition
+	if w.o.Mode == ModeTrust2 {
+		var rows []storage.Row
+		nrec := 0
+		for i, e := range events {
+			rows = append(rows, storage.Row{PKey: EventPKey(part, e.Offset), CCols: EventCCols(e.Offset), Value: encs[i]})
+			rows = appendRecordRows(rows, e)
+			nrec += len(e.Records)
+		}
+		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
+			fill(0, fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
+				part, events[0].Offset, events[len(events)-1].Offset, len(events), nrec, err))
+		}
+		return
+	}
+	n := w.insertEventsLocked(ctx, events, encs, errs)
+	if w.o.Mode == ModeTrust1 {
+		var rows []storage.Row
+		for _, e := range events[:n] {
+			rows = appendRecordRows(rows, e)
+		}
+		if len(rows) > 0 {
+			if err := putIdempotent(ctx, w.o.Storage, rows); err != nil {
+				for i, e := range events[:n] {
+					if len(e.Records) > 0 {
+						errs[i] = fmt.Errorf("plog: partition %d offset %d: the event is stored; writing the group's %d records (retried): %w", part, e.Offset, len(rows), err)
+					}
+				}
+			}
+		}
+	} else {
+		w.insertGroupRecords(ctx, events[:n], errs)
+	}
+	for _, err := range errs {
+		if errors.Is(err, ErrConflict) {
+			w.mu.stopped = err
+			break
+		}
+	}
+}
+
+// encodeGroup checks events and returns their encodings.
+func (w *Writer) encodeGroup(events []*Event) ([][]byte, error) {
+	part := w.o.Partition
+	encs := make([][]byte, len(events))
+	var buf []byte
+	for i, e := range events {
+		switch {
+		case e == nil:
+			return nil, fmt.Errorf("plog: partition %d: %w: event %d of the group is nil", part, storage.ErrInvalidArgument, i)
+		case i == 0 && e.Offset == 0:
+			return nil, fmt.Errorf("plog: partition %d: %w: event offset 0", part, storage.ErrInvalidArgument)
+		case i > 0 && uint64(e.Offset) != uint64(events[0].Offset)+uint64(i):
+			return nil, fmt.Errorf("plog: partition %d: %w: event %d of the group has offset %d, want %d (offsets must be consecutive and ascending)",
+				part, storage.ErrInvalidArgument, i, e.Offset, uint64(events[0].Offset)+uint64(i))
+		}
+		start := len(buf)
+		var err error
+		if buf, err = AppendEncoded(buf, e); err != nil {
+			return nil, fmt.Errorf("plog: partition %d offset %d: %w: %w", part, e.Offset, storage.ErrInvalidArgument, err)
+		}
+		encs[i] = buf[start:len(buf):len(buf)]
+	}
+	return encs, nil
+}
+
+// insertEventsLocked inserts events if absent, block by block, and
+// returns how many (a prefix) are stored; it sets the errs of the others.
+func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) int {
+	part := w.o.Partition
+	fail := func(from int, err error) int {
+		for i := from; i < len(events); i++ {
+			errs[i] = err
+		}
+		return from
+	}
+	for i := 0; i < len(events); {
+		block := uint64(events[i].Offset) >> loBits
+		j := i + 1
+		for j < len(events) && uint64(events[j].Offset)>>loBits == block {
+			j++
+		}
+		pKey := EventPKey(part, events[i].Offset)
+		conds := make([]storage.Condition, 0, j-i)
+		rows := make([]storage.Row, 0, j-i)
+		for k := i; k < j; k++ {
+			cc := EventCCols(events[k].Offset)
+			conds = append(conds, storage.Condition{CCols: cc})
+			rows = append(rows, storage.Row{PKey: pKey, CCols: cc, Value: encs[k]})
+		}
+		ok, err := w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+		if err != nil {
+			return fail(i, fmt.Errorf("plog: partition %d offsets %d..%d: inserting %d events: %w", part, events[i].Offset, events[j-1].Offset, j-i, err))
+		}
+		if !ok {
+			for k := i; k < j; k++ {
+				e := events[k]
+				ok, err := w.o.Storage.InsertIfNotExists(ctx, pKey, rows[k-i].CCols, encs[k], 0)
+				if err != nil {
+					return fail(k, fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err))
+				}
+				if !ok {
+					conflict := fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, part, e.Offset, w.o.Mode)
+					errs[k] = conflict
+					for m := k + 1; m < len(events); m++ {
+						errs[m] = fmt.Errorf("plog: partition %d offset %d: not written, after a conflict: %w", part, events[m].Offset, conflict)
+					}
+					return k
+				}
+			}
+		}
+		i = j
+	}
+	return len(events)
+}
+
+// insertGroupRecords inserts the records of events (whose events are
+// stored) if absent, one conditional batch per event and record partition,
+// all at once, and sets each event's error.
+func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs []error) {
+	type batch struct {
+		event int
+		rows  []storage.Row
+		ok    bool
+		err   error
+	}
+	var batches []*batch
+	for i, e := range events {
+		rows := appendRecordRows(nil, e)
+		for len(rows) > 0 {
+			n := 1
+			for n < len(rows) && string(rows[n].PKey) == string(rows[0].PKey) {
+				n++
+			}
+			batches = append(batches, &batch{event: i, rows: rows[:n:n]})
+			rows = rows[n:]
+		}
+	}
+	var wg sync.WaitGroup
+	for _, b := range batches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conds := make([]storage.Condition, len(b.rows))
+			for i, r := range b.rows {
+				conds[i] = storage.Condition{CCols: r.CCols}
+			}
+			b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, conds, b.rows)
+		}()
+	}
+	wg.Wait()
+	for _, b := range batches {
+		e := events[b.event]
+		switch {
+		case errs[b.event] != nil:
+		case b.err != nil:
+			errs[b.event] = fmt.Errorf("plog: partition %d offset %d: inserting %d records of WSID %d: %w", w.o.Partition, e.Offset, len(b.rows), e.WSID, b.err)
+		case !b.ok:
+			errs[b.event] = w.recordConflict(ctx, e, b.rows)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package plog
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/faulty"
+)
+
+// eachStore runs f on a mem store and on a bbolt file (group commit).
+func eachStore(t *testing.T, f func(t *testing.T, st storage.Storage)) {
+	t.Run("mem", func(t *testing.T) { f(t, newMem(t)) })
+	t.Run("bbolt", func(t *testing.T) {
+		st, err := boltdb.Open(filepath.Join(t.TempDir(), "group.db"), boltdb.Options{NoSync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		f(t, st)
+	})
+}
+
+// groupOf returns events at offsets from..from+n-1, event i with records
+// 100*(from+i) and 100*(from+i)+1.
+func groupOf(from isequencer.PLogOffset, n int) []*Event {
+	g := make([]*Event, n)
+	for i := range g {
+		off := from + isequencer.PLogOffset(i)
+		g[i] = testEvent(off, RecordID(100*off), RecordID(100*off+1))
+	}
+	return g
+}
+
+func TestWriteGroupStoresEachEvent(t *testing.T) {
+	for _, mode := range []Mode{ModeTrust0, ModeTrust1, ModeTrust2} {
+		t.Run(mode.String(), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st storage.Storage) {
+				w := newWriter(t, st, mode)
+				// Across a block boundary.
+				g := groupOf(4094, 5)
+				errs := make([]error, len(g))
+				w.WriteGroup(context.Background(), g, errs)
+				for i, e := range g {
+					require.NoError(t, errs[i], "event %d", i)
+					v, ok := getRow(t, st, EventPKey(4, e.Offset), EventCCols(e.Offset))
+					require.True(t, ok)
+					want, _ := AppendEncoded(nil, e)
+					assert.Equal(t, want, v)
+					for _, id := range e.Records {
+						v, ok := getRow(t, st, RecordPKey(5, id), RecordCCols(id))
+						require.True(t, ok, "record %d", id)
+						assert.Equal(t, RecordValue(e.Offset), v)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestWriteGroupPlantedEventConflict: an event already stored at one
+// offset of the group: the events before it are stored, it is refused, the
+// ones after it are not written; the writer is stopped.
+func TestWriteGroupPlantedEventConflict(t *testing.T) {
+	for _, mode := range []Mode{ModeTrust0, ModeTrust1} {
+		t.Run(mode.String(), func(t *testing.T) {
+			eachStore(t, func(t *testing.T, st storage.Storage) {
+				ctx := context.Background()
+				planted := []byte{0xEE}
+				require.NoError(t, st.Put(ctx, EventPKey(4, 13), EventCCols(13), planted))
+				w := newWriter(t, st, mode)
+				g := groupOf(10, 6)
+				errs := make([]error, len(g))
+				w.WriteGroup(ctx, g, errs)
+				for i, e := range g {
+					v, ok := getRow(t, st, EventPKey(4, e.Offset), EventCCols(e.Offset))
+					_, rec := getRow(t, st, RecordPKey(5, e.Records[0]), RecordCCols(e.Records[0]))
+					switch {
+					case e.Offset < 13:
+						require.NoError(t, errs[i], "offset %d", e.Offset)
+						assert.True(t, ok && rec, "offset %d stored with its records", e.Offset)
+					case e.Offset == 13:
+						require.ErrorIs(t, errs[i], ErrConflict)
+						assert.Contains(t, errs[i].Error(), "offset 13: an event is already stored")
+						assert.Equal(t, planted, v, "not overwritten")
+						assert.False(t, rec)
+					default:
+						require.ErrorIs(t, errs[i], ErrConflict, "offset %d", e.Offset)
+						assert.Contains(t, errs[i].Error(), "not written")
+						assert.False(t, ok || rec, "offset %d not written", e.Offset)
+					}
+				}
+				require.ErrorIs(t, w.Stopped(), ErrConflict)
+				w.WriteGroup(ctx, groupOf(16, 2), errs[:2])
+				assert.ErrorIs(t, errs[0], ErrConflict, "stopped")
+			})
+		})
+	}
+}
+
+// TestWriteGroupPlantedRecordConflict: trust0, a record of one event of the
+// group is already stored: that event alone fails (its event is stored,
+// its records are not overwritten); its neighbours succeed.
+func TestWriteGroupPlantedRecordConflict(t *testing.T) {
+	eachStore(t, func(t *testing.T, st storage.Storage) {
+		ctx := context.Background()
+		planted := []byte{0xEE}
+		require.NoError(t, st.Put(ctx, RecordPKey(5, 1201), RecordCCols(1201), planted))
+		w := newWriter(t, st, ModeTrust0)
+		g := groupOf(10, 5)
+		errs := make([]error, len(g))
+		w.WriteGroup(ctx, g, errs)
+		for i, e := range g {
+			if e.Offset == 12 {
+				require.ErrorIs(t, errs[i], ErrConflict)
+				assert.Contains(t, errs[i].Error(), "records already stored [1201]")
+				v, _ := getRow(t, st, RecordPKey(5, 1201), RecordCCols(1201))
+				assert.Equal(t, planted, v, "not overwritten")
+				continue
+			}
+			require.NoError(t, errs[i], "offset %d: a neighbour's conflict is not its own", e.Offset)
+			_, rec := getRow(t, st, RecordPKey(5, e.Records[1]), RecordCCols(e.Records[1]))
+			assert.True(t, rec)
+		}
+		require.ErrorIs(t, w.Stopped(), ErrConflict)
+	})
+}
+
+// TestWriteGroupInvalid: an invalid group writes nothing.
+func TestWriteGroupInvalid(t *testing.T) {
+	st := newMem(t)
+	w := newWriter(t, st, ModeTrust0)
+	g := groupOf(10, 3)
+	g[2].Offset = 20
+	errs := make([]error, len(g))
+	w.WriteGroup(context.Background(), g, errs)
+	for _, err := range errs {
+		require.ErrorIs(t, err, storage.ErrInvalidArgument)
+	}
+	_, ok := getRow(t, st, EventPKey(4, 10), EventCCols(10))
+	assert.False(t, ok)
+	require.NoError(t, w.Stopped())
+}
+
+// TestWriteGroupStorageError: a failed event batch leaves the group's
+// outcome unknown, without stopping the writer.
+func TestWriteGroupStorageError(t *testing.T) {
+	st, err := faulty.New(newMem(t), faulty.Options{Rules: []faulty.Rule{{Ops: []string{faulty.OpApplyBatchIf}, Action: faulty.Fail, Times: 1}}})
+	require.NoError(t, err)
+	w := newWriter(t, st, ModeTrust0)
+	errs := make([]error, 2)
+	w.WriteGroup(context.Background(), groupOf(10, 2), errs)
+	for _, err := range errs {
+		require.ErrorIs(t, err, storage.ErrUnavailable)
+		require.False(t, errors.Is(err, ErrConflict))
+	}
+	require.NoError(t, w.Stopped())
+	w.WriteGroup(context.Background(), groupOf(10, 2), errs)
+	require.NoError(t, errors.Join(errs...))
+}
