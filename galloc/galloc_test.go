@@ -242,7 +242,7 @@ func TestPendingBatchScenario(t *testing.T) {
 			for i := range want {
 				want[i] = int64(i + 1)
 			}
-			assert.Equal(t, want, got, "100%% of every chunk used")
+			assert.Equal(t, want, got, "every chunk used to its end")
 			stt := s.Stats()
 			if prefetch {
 				assert.LessOrEqual(t, stt.Fetches, uint64(12), "10 chunks used, at most 2 held")

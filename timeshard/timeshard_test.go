@@ -68,6 +68,11 @@ func nextAfter(t *testing.T, g *timeshard.Generator, clk *stepClock, d time.Dura
 		id, err := g.Next(context.Background())
 		c <- res{id, err}
 	}()
+	select {
+	case r := <-c:
+		t.Fatalf("Next returned (%d, %v) without waiting for the clock", r.id, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
 	clk.WaitForTimers(2) // the lease renewal's and Next's
 	clk.Advance(d)
 	r := <-c
