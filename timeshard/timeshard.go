@@ -31,6 +31,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -140,15 +141,18 @@ type Generator struct {
 	el      *elections.Elections
 	lease   *elections.Leadership
 	node    uint32
+	lost    atomic.Bool // set when the lease's context ends
+	stopAF  func() bool // stops the AfterFunc that sets lost
 	epochMs int64
 	perMs   uint64
 
 	mu struct {
 		sync.Mutex
-		lastMs  int64 // ms since the epoch of the last ID; -1: none
-		counter uint64
-		closed  bool
-		stats   Stats
+		lastMs   int64     // ms since the epoch of the last ID; -1: none
+		deadline time.Time // the lease's local deadline as last read
+		counter  uint64
+		closed   bool
+		stats    Stats
 	}
 }
 
@@ -175,6 +179,9 @@ func Open(ctx context.Context, st storage.Storage, name string, o Options) (*Gen
 	g.el = el
 	if err := g.acquire(ctx); err != nil {
 		el.Cleanup()
+		if g.stopAF != nil {
+			g.stopAF()
+		}
 		return nil, err
 	}
 	return g, nil
@@ -198,6 +205,7 @@ func (g *Generator) acquire(ctx context.Context) error {
 			return fmt.Errorf("timeshard: leasing node %d: %w", node, err)
 		}
 		g.lease, g.node = l, node
+		g.stopAF = context.AfterFunc(l.Ctx, func() { g.lost.Store(true) })
 		g.mu.stats.Node = node
 		g.mu.lastMs = -1
 		hw, ok, err := g.ls.highWater(ctx, node)
@@ -280,12 +288,17 @@ func (g *Generator) Next(ctx context.Context) (int64, error) {
 
 // leaseErr reports a lost lease, or one whose local deadline has passed
 // although its timer has not fired yet.
+// Called with g.mu held; the deadline is re-read from the lease only
+// when the cached one has passed (renewals only move it later).
 func (g *Generator) leaseErr(now time.Time) error {
-	if err := g.lease.Ctx.Err(); err != nil {
+	if g.lost.Load() {
 		return fmt.Errorf("%w: node %d: %w", ErrLeaseLost, g.node, context.Cause(g.lease.Ctx))
 	}
-	if d := g.lease.Deadline(); !now.Before(d) {
-		return fmt.Errorf("%w: node %d: local deadline %v passed", ErrLeaseLost, g.node, d)
+	if !now.Before(g.mu.deadline) {
+		g.mu.deadline = g.lease.Deadline()
+		if !now.Before(g.mu.deadline) {
+			return fmt.Errorf("%w: node %d: local deadline %v passed", ErrLeaseLost, g.node, g.mu.deadline)
+		}
 	}
 	return nil
 }
@@ -331,5 +344,8 @@ func (g *Generator) Close() error {
 		cancel()
 	}
 	g.el.Cleanup()
+	if g.stopAF != nil {
+		g.stopAF()
+	}
 	return err
 }
