@@ -14,8 +14,9 @@ var (
 	ErrInvalidOptions = fmt.Errorf("galloc: invalid options: %w", storage.ErrInvalidArgument)
 
 	// ErrStartOutOfRange: Options.Start lies outside the type's values
-	// (for example past its maximum). It wraps ErrInvalidOptions.
-	ErrStartOutOfRange = fmt.Errorf("start outside the type's range: %w", ErrInvalidOptions)
+	// (for example past its maximum). Validate reports it together with
+	// ErrInvalidOptions.
+	ErrStartOutOfRange = errors.New("start outside the type's range")
 
 	// ErrInvalidName: a sequence name that is empty, too long or not
 	// valid UTF-8. It wraps storage.ErrInvalidArgument.

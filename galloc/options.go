@@ -194,7 +194,11 @@ func defaultProcess() string {
 func (o *Options) Validate() error {
 	var errs []error
 	bad := func(sentinel error, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("galloc: %w: "+format, append([]any{sentinel}, a...)...))
+		if sentinel != ErrInvalidOptions {
+			format = "%w: " + format
+			a = append([]any{sentinel}, a...)
+		}
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...))
 	}
 	if !o.Type.valid() {
 		bad(ErrInvalidOptions, "%v: want SmallInt, Integer or BigInt", o.Type)

@@ -46,7 +46,7 @@ func DefaultLayout() Layout {
 func (l Layout) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("timeshard: %w: "+format, append([]any{ErrInvalidLayout}, a...)...))
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidLayout}, a...)...))
 	}
 	if l.Epoch.IsZero() {
 		bad("Epoch is zero")

@@ -102,7 +102,7 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	errs := []error{o.Layout.Validate()}
 	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("timeshard: %w: "+format, append([]any{ErrInvalidOptions}, a...)...))
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...))
 	}
 	if o.Clock == nil {
 		bad("Clock is nil")
@@ -163,10 +163,10 @@ func Open(ctx context.Context, st storage.Storage, name string, o Options) (*Gen
 	o.EnsureDefaults()
 	errs := []error{o.Validate()}
 	if name == "" || len(name) > MaxNameLen || !utf8.ValidString(name) {
-		errs = append(errs, fmt.Errorf("timeshard: %w: name %q: want 1..%d bytes of UTF-8", ErrInvalidOptions, name, MaxNameLen))
+		errs = append(errs, fmt.Errorf("%w: name %q: want 1..%d bytes of UTF-8", ErrInvalidOptions, name, MaxNameLen))
 	}
 	if st == nil {
-		errs = append(errs, fmt.Errorf("timeshard: %w: nil storage", ErrInvalidOptions))
+		errs = append(errs, fmt.Errorf("%w: nil storage", ErrInvalidOptions))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
