@@ -74,6 +74,11 @@ type Stats struct {
 	// UnknownOutcomes counts allocations whose outcome the store could not
 	// report; each was decided by a read.
 	UnknownOutcomes uint64
+	// Abandoned counts allocations whose compare-and-swap was in flight
+	// when Close ended them: their outcome stays unknown, and a chunk they
+	// did allocate is wasted (it is then one of the two chunks a process
+	// holds at most: the reserved one was not there yet).
+	Abandoned uint64
 	// Waits counts Next and NextN calls that had to wait for a chunk.
 	Waits uint64
 	// Issued is the number of values handed out.
@@ -102,7 +107,7 @@ type Sequence struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when run returns
 
-	fetches, conflicts, unknown, waits atomic.Uint64
+	fetches, conflicts, unknown, abandoned, waits atomic.Uint64
 
 	// raw is the record as this process last saw it; only run touches it
 	// after Open.
@@ -284,7 +289,7 @@ func (s *Sequence) switchChunk(ctx context.Context, c *span) error {
 			return nil
 		case s.mu.exhausted:
 			s.mu.Unlock()
-			return fmt.Errorf("galloc: sequence %q: %w", s.name, ErrExhausted)
+			return fmt.Errorf("%w: sequence %q", ErrExhausted, s.name)
 		case s.mu.errGen != gen:
 			err := s.mu.fetchErr
 			s.mu.Unlock()
@@ -351,6 +356,7 @@ func (s *Sequence) run() {
 				s.mu.errGen++
 				s.mu.exhausted = errors.Is(err, ErrExhausted)
 			} else {
+				s.fetches.Add(1) // under mu: Stats sees it with the chunk
 				s.mu.reservedLo = lo
 				s.mu.reserved = Chunk{First: s.def.Value(lo), Count: hi - lo}
 				s.mu.chunks = append(s.mu.chunks, s.mu.reserved)
@@ -415,7 +421,7 @@ func (s *Sequence) allocate(ctx context.Context) (lo, hi uint64, err error) {
 			var cur Record
 			_ = cur.UnmarshalBinary(raw) // checked above
 			if cur.Exhausted() {
-				return 0, 0, fmt.Errorf("galloc: sequence %q: %w", s.name, ErrExhausted)
+				return 0, 0, fmt.Errorf("%w: sequence %q", ErrExhausted, s.name)
 			}
 			next := cur
 			next.Allocated += min(uint64(s.def.ChunkSize), cur.Capacity()-cur.Allocated)
@@ -446,12 +452,14 @@ func (s *Sequence) allocate(ctx context.Context) (lo, hi uint64, err error) {
 			switch {
 			case err == nil && ok:
 				s.raw = newRaw
-				s.fetches.Add(1)
 				return cur.Allocated, next.Allocated, nil
 			case err == nil:
 				s.conflicts.Add(1)
 			case errors.Is(err, storage.ErrUnavailable), errors.Is(err, storage.ErrUnknownOutcome) && ctx.Err() == nil:
 				lastErr = err
+			case ctx.Err() != nil:
+				s.abandoned.Add(1)
+				return 0, 0, fmt.Errorf("galloc: sequence %q: allocating a chunk: %w", s.name, err)
 			default:
 				return 0, 0, fmt.Errorf("galloc: sequence %q: allocating a chunk: %w", s.name, err)
 			}
@@ -460,7 +468,7 @@ func (s *Sequence) allocate(ctx context.Context) (lo, hi uint64, err error) {
 			if lastErr != nil {
 				return 0, 0, fmt.Errorf("galloc: sequence %q: %d attempts: %w", s.name, attempt, lastErr)
 			}
-			return 0, 0, fmt.Errorf("galloc: sequence %q: %w (%d attempts)", s.name, ErrContention, attempt)
+			return 0, 0, fmt.Errorf("%w: sequence %q (%d attempts)", ErrContention, s.name, attempt)
 		}
 		if err := s.backoff(ctx, attempt); err != nil {
 			return 0, 0, fmt.Errorf("galloc: sequence %q: allocating a chunk: %w", s.name, err)
@@ -495,6 +503,7 @@ func (s *Sequence) Stats() Stats {
 		Fetches:         s.fetches.Load(),
 		Conflicts:       s.conflicts.Load(),
 		UnknownOutcomes: s.unknown.Load(),
+		Abandoned:       s.abandoned.Load(),
 		Waits:           s.waits.Load(),
 		Issued:          s.mu.issuedDone + used,
 		Held:            c.hi - c.lo - used + s.mu.reserved.Count,
