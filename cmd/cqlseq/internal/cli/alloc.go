@@ -140,6 +140,7 @@ type procResult struct {
 	Fetches         uint64         `json:"fetches"`
 	Conflicts       uint64         `json:"conflicts"`
 	UnknownOutcomes uint64         `json:"unknown_outcomes"`
+	Abandoned       uint64         `json:"abandoned"` // allocations in flight when the process closed
 	Waits           uint64         `json:"waits"`
 	LWTs            uint64         `json:"lwts"`
 	Held            uint64         `json:"held"` // allocated, not handed out when the process closed
@@ -165,6 +166,7 @@ type allocReport struct {
 	Fetches         uint64       `json:"chunk_fetches"`
 	Conflicts       uint64       `json:"conflicts"`
 	UnknownOutcomes uint64       `json:"unknown_outcomes"`
+	Abandoned       uint64       `json:"abandoned"`
 	Waits           uint64       `json:"waits"`
 	LWTs            uint64       `json:"lwts"`
 	Allocated       uint64       `json:"allocated"` // values the stored record shows allocated during the run
@@ -306,7 +308,7 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 	lwts, _ := mc.LWTCalls()
 	r := procResult{
 		Process: o.Process, ElapsedS: elapsed.Seconds(), Fetches: stt.Fetches, Conflicts: stt.Conflicts,
-		UnknownOutcomes: stt.UnknownOutcomes, Waits: stt.Waits, LWTs: lwts, Held: stt.Held,
+		UnknownOutcomes: stt.UnknownOutcomes, Abandoned: stt.Abandoned, Waits: stt.Waits, LWTs: lwts, Held: stt.Held,
 		Chunks: seq.Chunks(), Monotonic: true,
 	}
 	r.Monotonic = slices.IsSortedFunc(r.Chunks, func(a, b galloc.Chunk) int { return cmpInt64(a.First, b.First) })
@@ -346,6 +348,7 @@ func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Dura
 		rep.Fetches += r.Fetches
 		rep.Conflicts += r.Conflicts
 		rep.UnknownOutcomes += r.UnknownOutcomes
+		rep.Abandoned += r.Abandoned
 		rep.Waits += r.Waits
 		rep.LWTs += r.LWTs
 		rep.Monotonic = rep.Monotonic && r.Monotonic
@@ -368,7 +371,8 @@ func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Dura
 func printAlloc(w io.Writer, r allocReport) {
 	fmt.Fprintf(w, "alloc: %s, sequence %q (%s, chunk %s), %d processes x %d goroutines\n", r.Store, r.Sequence, r.Type, commas(uint64(r.ChunkSize)), r.Procs, r.Goroutines)
 	fmt.Fprintf(w, "%-16s%s in %.2f s = %s IDs/s\n", "IDs", commas(r.IDs), r.ElapsedS, commas(uint64(r.PerSecond+0.5)))
-	fmt.Fprintf(w, "%-16s%s fetches, %s conflicts, %s unknown outcomes, %s LWTs\n", "chunks", commas(r.Fetches), commas(r.Conflicts), commas(r.UnknownOutcomes), commas(r.LWTs))
+	fmt.Fprintf(w, "%-16s%s fetches, %s conflicts, %s unknown outcomes, %s cut short at close, %s LWTs\n", "chunks",
+		commas(r.Fetches), commas(r.Conflicts), commas(r.UnknownOutcomes), commas(r.Abandoned), commas(r.LWTs))
 	fmt.Fprintf(w, "%-16s%s\n", "waits", commas(r.Waits))
 	fmt.Fprintf(w, "%-16s%s of %s values allocated (held unused at the end: at most 2 chunks per process); chunk use %.2f %%\n", "wasted", commas(r.Wasted), commas(r.Allocated), r.ChunkUse)
 	uniq := "all unique"

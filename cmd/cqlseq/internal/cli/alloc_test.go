@@ -27,8 +27,8 @@ func TestAllocBoltJSONAndInspect(t *testing.T) {
 	assert.Len(t, rep.Processes, 3)
 	assert.Equal(t, rep.IDs+rep.Wasted, rep.Allocated)
 	assert.LessOrEqual(t, rep.Wasted, uint64(3*2*1000))
-	assert.Equal(t, rep.Fetches, rep.Allocated/1000)
-	assert.Equal(t, rep.Fetches+rep.Conflicts+3, rep.LWTs, "one LWT per chunk, one per lost swap, one insert per process")
+	assert.GreaterOrEqual(t, rep.Allocated/1000, rep.Fetches, "an allocation cut short by Close may have been applied")
+	assert.Equal(t, rep.Fetches+rep.Conflicts+rep.Abandoned+3, rep.LWTs, "one LWT per chunk, per lost swap, per allocation cut short, one insert per process")
 
 	r = runCLI(t, "inspect", "galloc", "orders", "--dir", dir, "--json")
 	require.Equal(t, ExitOK, r.code, "stderr: %s", r.stderr)
