@@ -32,6 +32,18 @@ func open(t testing.TB, st storage.Storage, name string, o galloc.Options) *gall
 	return s
 }
 
+// draw takes n values with Next.
+func draw(t *testing.T, s *galloc.Sequence, n int) []int64 {
+	t.Helper()
+	var got []int64
+	for range n {
+		v, err := s.Next(context.Background())
+		require.NoError(t, err)
+		got = append(got, v)
+	}
+	return got
+}
+
 func TestOptionsValidate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -92,12 +104,7 @@ func TestNextHandsOutStartStepInOrder(t *testing.T) {
 	st := mem.New(mem.Options{})
 	s := open(t, st, "orders", galloc.Options{ChunkSize: 4, Start: 100, Step: 10})
 	ctx := context.Background()
-	var got []int64
-	for range 10 {
-		v, err := s.Next(ctx)
-		require.NoError(t, err)
-		got = append(got, v)
-	}
+	got := draw(t, s, 10)
 	assert.Equal(t, []int64{100, 110, 120, 130, 140, 150, 160, 170, 180, 190}, got)
 	require.NoError(t, s.Close()) // no allocation in flight from here on
 	st1 := s.Stats()
@@ -269,12 +276,7 @@ func TestUnknownOutcomeDecidedByRead(t *testing.T) {
 				Err: storage.ErrUnknownOutcome, AfterCall: applied, Times: 1}))
 			s := open(t, fs, "u", galloc.Options{ChunkSize: 5, NoPrefetch: true})
 			ctx := context.Background()
-			var got []int64
-			for range 10 {
-				v, err := s.Next(ctx)
-				require.NoError(t, err)
-				got = append(got, v)
-			}
+			got := draw(t, s, 10)
 			assert.Equal(t, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, got, "no chunk lost, none handed out twice")
 			require.NoError(t, s.Close())
 			stt := s.Stats()

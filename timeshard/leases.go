@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"github.com/cqlseq/cqlseq/elections"
 	"github.com/cqlseq/cqlseq/storage"
@@ -34,52 +33,22 @@ func NodePKey(name string, node uint32) []byte {
 	return append(b, name...)
 }
 
-// leaseStorage implements elections.ITTLStorage for the node leases of one
-// generator name, keyed by node ID.
-type leaseStorage struct {
-	st   storage.Storage
-	name string
+// nodes holds the rows of one generator name's node IDs: the leases (an
+// elections.TTLStorage over NodePKey) and the high-water rows.
+type nodes struct {
+	st     storage.Storage
+	name   string
+	leases *elections.TTLStorage
 }
 
-var _ elections.ITTLStorage[elections.RowKey, []byte] = leaseStorage{}
-
-func (s leaseStorage) pKey(k elections.RowKey) []byte { return NodePKey(s.name, k.Key) }
-
-func (s leaseStorage) InsertIfNotExist(ctx context.Context, k elections.RowKey, val []byte, ttl time.Duration) (bool, error) {
-	ok, err := s.st.InsertIfNotExists(ctx, s.pKey(k), elections.CCols(k.Row), val, ttl)
-	if err != nil {
-		return false, fmt.Errorf("timeshard: inserting %v: %w", k, err)
-	}
-	return ok, nil
-}
-
-func (s leaseStorage) CompareAndSwap(ctx context.Context, k elections.RowKey, oldVal, newVal []byte, ttl time.Duration) (bool, error) {
-	ok, err := s.st.CompareAndSwap(ctx, s.pKey(k), elections.CCols(k.Row), oldVal, newVal, ttl)
-	if err != nil {
-		return false, fmt.Errorf("timeshard: swapping %v: %w", k, err)
-	}
-	return ok, nil
-}
-
-func (s leaseStorage) CompareAndDelete(ctx context.Context, k elections.RowKey, val []byte) (bool, error) {
-	ok, err := s.st.CompareAndDelete(ctx, s.pKey(k), elections.CCols(k.Row), val)
-	if err != nil {
-		return false, fmt.Errorf("timeshard: deleting %v: %w", k, err)
-	}
-	return ok, nil
-}
-
-func (s leaseStorage) Get(ctx context.Context, k elections.RowKey) ([]byte, bool, error) {
-	v, ok, err := s.st.Get(ctx, s.pKey(k), elections.CCols(k.Row))
-	if err != nil {
-		return nil, false, fmt.Errorf("timeshard: reading %v: %w", k, err)
-	}
-	return v, ok, nil
+func newNodes(st storage.Storage, name string) (nodes, error) {
+	ls, err := elections.NewTTLStorageKeyed(st, func(node uint32) []byte { return NodePKey(name, node) })
+	return nodes{st: st, name: name, leases: ls}, err
 }
 
 // highWater reads node's high-water millisecond; ok is false when none is
 // stored.
-func (s leaseStorage) highWater(ctx context.Context, node uint32) (ms int64, ok bool, err error) {
+func (s nodes) highWater(ctx context.Context, node uint32) (ms int64, ok bool, err error) {
 	v, ok, err := s.st.Get(ctx, NodePKey(s.name, node), elections.CCols(rowHighWater))
 	switch {
 	case err != nil:
@@ -92,7 +61,7 @@ func (s leaseStorage) highWater(ctx context.Context, node uint32) (ms int64, ok 
 	return int64(binary.BigEndian.Uint64(v)), true, nil
 }
 
-func (s leaseStorage) putHighWater(ctx context.Context, node uint32, ms int64) error {
+func (s nodes) putHighWater(ctx context.Context, node uint32, ms int64) error {
 	v := binary.BigEndian.AppendUint64(nil, uint64(ms))
 	if err := s.st.Put(ctx, NodePKey(s.name, node), elections.CCols(rowHighWater), v); err != nil {
 		return fmt.Errorf("timeshard: writing the high water of node %d: %w", node, err)

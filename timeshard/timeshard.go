@@ -137,7 +137,7 @@ type Stats struct {
 type Generator struct {
 	o       Options
 	l       Layout
-	ls      leaseStorage
+	ls      nodes
 	el      *elections.Elections
 	lease   *elections.Leadership
 	node    uint32
@@ -171,8 +171,12 @@ func Open(ctx context.Context, st storage.Storage, name string, o Options) (*Gen
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	g := &Generator{o: o, l: o.Layout, ls: leaseStorage{st: st, name: name}, epochMs: o.Layout.Epoch.UnixMilli(), perMs: o.Layout.PerMillisecond()}
-	el, err := elections.New(g.ls, elections.Options{Clock: o.Clock, Skew: o.Skew, ReleaseTimeout: o.ReleaseTimeout})
+	ls, err := newNodes(st, name)
+	if err != nil {
+		return nil, err
+	}
+	g := &Generator{o: o, l: o.Layout, ls: ls, epochMs: o.Layout.Epoch.UnixMilli(), perMs: o.Layout.PerMillisecond()}
+	el, err := elections.New(ls.leases, elections.Options{Clock: o.Clock, Skew: o.Skew, ReleaseTimeout: o.ReleaseTimeout})
 	if err != nil {
 		return nil, err
 	}
