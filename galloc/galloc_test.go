@@ -75,6 +75,8 @@ func TestOptionsValidate(t *testing.T) {
 	for _, w := range []string{"ChunkSize -1", "Step -1", "PrefetchAt 2"} {
 		assert.ErrorContains(t, err, w, "every problem is reported at once")
 	}
+	zero := galloc.Options{ChunkSize: 0}
+	assert.ErrorContains(t, zero.Validate(), "ChunkSize 0: must be at least 1", "chunk size 0 without defaults")
 	ok := galloc.Options{}
 	ok.EnsureDefaults()
 	require.NoError(t, ok.Validate())

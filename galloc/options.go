@@ -92,9 +92,10 @@ const (
 type Options struct {
 	// Type bounds the values. Default BigInt.
 	Type Type
-	// ChunkSize is the number of values one allocation reserves. Default
-	// Type.DefaultChunkSize(). It must be at least 1 and at most the
-	// number of values the type holds from Start on.
+	// ChunkSize is the number of values one allocation reserves: at least
+	// 1 and at most the number of values the type holds from Start on.
+	// EnsureDefaults turns 0 into Type.DefaultChunkSize(); Validate rejects
+	// 0.
 	ChunkSize int64
 	// Start is the first value; it must lie within Type. Default 1 (0
 	// means the default unless StartZero is set).

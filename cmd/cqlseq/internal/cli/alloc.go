@@ -82,7 +82,7 @@ at a time), and the children's IDs are merged for the checks.`,
 	f.store.cluster.add(fs)
 	fs.StringVar(&f.name, "name", "alloc", "sequence name")
 	fs.StringVar(&f.typ, "type", "bigint", "sequence type: smallint, integer or bigint (bounds the values, sets the default chunk)")
-	fs.Int64Var(&f.chunk, "chunk", 100_000, "chunk size (0: the type's BDR default, 1,000 / 1,000,000 / 1,000,000,000)")
+	fs.Int64Var(&f.chunk, "chunk", 100_000, "chunk size, at least 1 (BDR's are 1,000 / 1,000,000 / 1,000,000,000 by type)")
 	fs.Int64Var(&f.start, "start", 1, "first value")
 	fs.Int64Var(&f.step, "step", 1, "difference between consecutive values")
 	fs.Float64Var(&f.prefetchAt, "prefetch-at", galloc.DefaultPrefetchAt, "fraction of a chunk handed out before the next is fetched")
@@ -114,10 +114,8 @@ func (f *allocFlags) validate() error {
 		errs = append(errs, fmt.Errorf("--type %q: want smallint, integer or bigint", f.typ))
 	} else {
 		o := f.options()
-		if f.chunk < 0 {
-			o.ChunkSize = -1 // EnsureDefaults would replace 0 only
-		}
 		o.EnsureDefaults()
+		o.ChunkSize = f.chunk // 0 is an error here, not the type's default
 		errs = append(errs, o.Validate())
 	}
 	if f.procs < 1 || f.goroutines < 1 {

@@ -47,6 +47,7 @@ func TestAllocBoltJSONAndInspect(t *testing.T) {
 func TestAllocBadInput(t *testing.T) {
 	for _, args := range [][]string{
 		{"alloc", "--chunk", "-1"},
+		{"alloc", "--chunk", "0"},
 		{"alloc", "--type", "smallint", "--start", "40000"},
 		{"alloc", "--type", "tinyint"},
 		{"alloc", "--procs", "0"},
