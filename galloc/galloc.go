@@ -14,10 +14,14 @@
 //     returned gets a larger value. They are NOT ordered across processes:
 //     two processes hand out values of different chunks at the same time.
 //   - A process holds at most two chunks (the current one and a reserved
-//     one); a crash wastes at most their unused values. An allocation whose
-//     outcome the store cannot report and a read cannot prove is treated
-//     as not made: if it was in fact applied, that chunk is wasted too,
-//     never handed out.
+//     one); a crash wastes at most their unused values.
+//   - An allocation's compare-and-swap is never retried blindly. When its
+//     outcome is unknown, storage/cql first re-reads the row at SERIAL; if
+//     that cannot prove the write, galloc reads the record: every write
+//     carries a unique nonce, so the chunk counts as allocated only when
+//     the record holds this very write. Otherwise it is treated as not
+//     made (if it was in fact applied, that chunk is wasted, never handed
+//     out) and the allocation goes on from the record read.
 //   - Once a fraction (Options.PrefetchAt) of the current chunk is handed
 //     out, one background goroutine allocates the reserved chunk, so that
 //     a caller waits only when both chunks are used up. Only that goroutine

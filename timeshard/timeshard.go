@@ -62,8 +62,9 @@ type Options struct {
 	// Skew is elections.Options.Skew: how long before the store's expiry
 	// the lease counts as lost locally. Default elections' (1 s).
 	Skew time.Duration
-	// FirstNode is the node ID tried first; the others follow in order.
-	// Default -1: a random one.
+	// FirstNode is the node ID tried first (default 0); the others follow
+	// in order. -1 starts at a random one, which spreads the acquisitions
+	// of processes that start together.
 	FirstNode int64
 	// Process is stored as the lease's value. Default "host:pid".
 	Process string
@@ -71,8 +72,7 @@ type Options struct {
 	ReleaseTimeout time.Duration
 }
 
-// EnsureDefaults fills zero fields with their defaults (FirstNode 0 stays
-// node 0; set -1 for a random start).
+// EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
 	if o.Layout == (Layout{}) {
 		o.Layout = DefaultLayout()
@@ -148,7 +148,7 @@ type Generator struct {
 
 	mu struct {
 		sync.Mutex
-		lastMs   int64     // ms since the epoch of the last ID; -1: none
+		lastMs   int64     // ms since the epoch of the last ID (or of the start)
 		deadline time.Time // the lease's local deadline as last read
 		counter  uint64
 		closed   bool
@@ -211,7 +211,6 @@ func (g *Generator) acquire(ctx context.Context) error {
 		g.lease, g.node = l, node
 		g.stopAF = context.AfterFunc(l.Ctx, func() { g.lost.Store(true) })
 		g.mu.stats.Node = node
-		g.mu.lastMs = -1
 		hw, ok, err := g.ls.highWater(ctx, node)
 		if err != nil {
 			return err
