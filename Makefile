@@ -23,7 +23,7 @@ UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 FUZZTIME     ?= 20s
 
-.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt clean
+.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -115,6 +115,20 @@ bench-cql:
 	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "bench-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
 	$(GO) run ./cmd/cqlseq migrate $(MIGRATE_ARGS)
 	$(GO) run ./cmd/cqlseq bench --store cql --baseline $(BENCH_ARGS)
+
+# bench-global: the global sequences' benchmarks. alloc-bbolt/alloc-cql:
+# cqlseq alloc, 4 processes x 16 goroutines drawing 1,000,000 IDs
+# (alloc-cql: child processes, after migrate; needs CQLSEQ_CQL_HOSTS).
+bench-global:
+	$(GO) test -run '^$$' -bench . -count 5 ./galloc/ ./timeshard/ ./ksuuid/
+
+alloc-bbolt:
+	$(GO) run ./cmd/cqlseq alloc --procs 4 --goroutines 16 --ids 1000000 --chunk 10000 $(ALLOC_ARGS)
+
+alloc-cql: build
+	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "alloc-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
+	$(BIN)/cqlseq migrate $(MIGRATE_ARGS)
+	$(BIN)/cqlseq alloc --store cql --spawn --procs 4 --goroutines 16 --ids 1000000 --chunk 10000 $(ALLOC_ARGS)
 
 clean:
 	rm -rf $(BIN) $(CACHE)

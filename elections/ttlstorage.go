@@ -40,8 +40,10 @@ type RowKey struct {
 //	cCols = u32 row (RowLease, RowEpoch)
 //
 // All integers are big-endian, so one key's rows are one partition.
+// NewTTLStorageKeyed puts the rows under other partition keys.
 type TTLStorage struct {
-	st storage.Storage
+	st   storage.Storage
+	pKey func(key uint32) []byte
 }
 
 var _ ITTLStorage[RowKey, []byte] = (*TTLStorage)(nil)
@@ -51,7 +53,18 @@ func NewTTLStorage(st storage.Storage) (*TTLStorage, error) {
 	if st == nil {
 		return nil, fmt.Errorf("elections: %w: nil storage", storage.ErrInvalidArgument)
 	}
-	return &TTLStorage{st: st}, nil
+	return &TTLStorage{st: st, pKey: PKey}, nil
+}
+
+// NewTTLStorageKeyed returns a TTLStorage over st whose key k's rows live in
+// partition pKey(k) (clustering keys as CCols): for leaderships kept apart
+// from PKeyPrefixLeadership's, such as timeshard's node leases. pKey must be
+// injective and its partitions must hold nothing else.
+func NewTTLStorageKeyed(st storage.Storage, pKey func(key uint32) []byte) (*TTLStorage, error) {
+	if st == nil || pKey == nil {
+		return nil, fmt.Errorf("elections: %w: nil storage or partition key function", storage.ErrInvalidArgument)
+	}
+	return &TTLStorage{st: st, pKey: pKey}, nil
 }
 
 // PKey returns the partition key of a leadership key's rows.
@@ -66,7 +79,7 @@ func CCols(r Row) []byte { return binary.BigEndian.AppendUint32(nil, uint32(r)) 
 
 // InsertIfNotExist implements ITTLStorage.
 func (s *TTLStorage) InsertIfNotExist(ctx context.Context, k RowKey, val []byte, ttl time.Duration) (bool, error) {
-	ok, err := s.st.InsertIfNotExists(ctx, PKey(k.Key), CCols(k.Row), val, ttl)
+	ok, err := s.st.InsertIfNotExists(ctx, s.pKey(k.Key), CCols(k.Row), val, ttl)
 	if err != nil {
 		return false, fmt.Errorf("elections: inserting %v: %w", k, err)
 	}
@@ -75,7 +88,7 @@ func (s *TTLStorage) InsertIfNotExist(ctx context.Context, k RowKey, val []byte,
 
 // CompareAndSwap implements ITTLStorage.
 func (s *TTLStorage) CompareAndSwap(ctx context.Context, k RowKey, oldVal, newVal []byte, ttl time.Duration) (bool, error) {
-	ok, err := s.st.CompareAndSwap(ctx, PKey(k.Key), CCols(k.Row), oldVal, newVal, ttl)
+	ok, err := s.st.CompareAndSwap(ctx, s.pKey(k.Key), CCols(k.Row), oldVal, newVal, ttl)
 	if err != nil {
 		return false, fmt.Errorf("elections: swapping %v: %w", k, err)
 	}
@@ -84,7 +97,7 @@ func (s *TTLStorage) CompareAndSwap(ctx context.Context, k RowKey, oldVal, newVa
 
 // CompareAndDelete implements ITTLStorage.
 func (s *TTLStorage) CompareAndDelete(ctx context.Context, k RowKey, val []byte) (bool, error) {
-	ok, err := s.st.CompareAndDelete(ctx, PKey(k.Key), CCols(k.Row), val)
+	ok, err := s.st.CompareAndDelete(ctx, s.pKey(k.Key), CCols(k.Row), val)
 	if err != nil {
 		return false, fmt.Errorf("elections: deleting %v: %w", k, err)
 	}
@@ -93,7 +106,7 @@ func (s *TTLStorage) CompareAndDelete(ctx context.Context, k RowKey, val []byte)
 
 // Get implements ITTLStorage.
 func (s *TTLStorage) Get(ctx context.Context, k RowKey) ([]byte, bool, error) {
-	v, ok, err := s.st.Get(ctx, PKey(k.Key), CCols(k.Row))
+	v, ok, err := s.st.Get(ctx, s.pKey(k.Key), CCols(k.Row))
 	if err != nil {
 		return nil, false, fmt.Errorf("elections: reading %v: %w", k, err)
 	}

@@ -54,6 +54,7 @@ up to --to (inclusive) and at most --limit of them.`,
 	fs.Uint64Var(&f.from, "from", 1, "first PLog offset to show")
 	fs.Uint64Var(&f.to, "to", 0, "last PLog offset to show (0: no bound)")
 	fs.IntVar(&f.limit, "limit", 20, "events to show at most (0: none)")
+	cmd.AddCommand(newInspectGallocCmd(e))
 	return cmd
 }
 
