@@ -39,6 +39,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
+	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
 // scyllaImage is the image used when a Docker engine answers; the same tag
@@ -272,9 +273,11 @@ func OpenStore(tb testing.TB, tune ...func(*cql.Options)) *cql.Store {
 }
 
 // NoLeaks checks at the end of t, after every cleanup registered later (the
-// stores' Close among them), that t left no goroutine behind. Call it
+// stores' Close among them), that t left no goroutine behind. The check
+// waits, bounded by leakcheck.Wait, for goroutines that end asynchronously
+// after a close (gocql's connection readers and write flushers). Call it
 // before opening anything the test must close.
 func NoLeaks(t testing.TB) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, ignore) })
 }
