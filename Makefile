@@ -6,6 +6,8 @@
 #                           Cassandra this Makefile starts and always stops
 #   make lint               go vet + staticcheck
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
+#   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
+#   make cluster-down       stops every node it started (state in .cache/)
 #   make cqlsh              cqlsh (PyPI, in .venv) against the running cluster
 
 SHELL        := /bin/bash
@@ -13,6 +15,9 @@ GO           ?= go
 BIN          := $(CURDIR)/bin
 CACHE        := $(CURDIR)/.cache
 STATE        := $(CACHE)/cassandra.state.json
+CLUSTER_STATE := $(CACHE)/cluster.state.json
+NODES        ?= 3
+NODE_HEAP    ?= 512m
 VENV         := $(CURDIR)/.venv
 CQLSH        := $(VENV)/bin/cqlsh
 CQLSH_VER    ?= 6.2.2
@@ -21,7 +26,7 @@ LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 
-.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
+.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
 all: build
 
@@ -73,6 +78,16 @@ cassandra-up: $(LAUNCHER)
 
 cassandra-down: $(LAUNCHER)
 	$(LAUNCHER) down -state $(STATE)
+
+# cluster-up starts the nodes one after another (slow on 2 cores: minutes)
+# and waits until each sees all of them up and normal; a failed start stops
+# what it started. cluster-down stops exactly the processes the state names.
+cluster-up: $(LAUNCHER)
+	@mkdir -p $(CACHE)
+	$(LAUNCHER) up -nodes $(NODES) -heap $(NODE_HEAP) -timeout 600s -state $(CLUSTER_STATE)
+
+cluster-down: $(LAUNCHER)
+	$(LAUNCHER) down -state $(CLUSTER_STATE)
 
 cqlsh-venv: $(CQLSH)
 
