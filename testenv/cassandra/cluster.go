@@ -228,11 +228,16 @@ func nodeSeesRing(ctx context.Context, host string, n int) error {
 		return err
 	}
 	normal := 0
-	it := s.Query("SELECT address, status FROM system_views.gossip_info").WithContext(ctx).Iter()
+	// Between nodes of 4.0 and later only STATUS_WITH_PORT is gossiped;
+	// STATUS is filled for the node itself.
+	it := s.Query("SELECT address, status, status_with_port FROM system_views.gossip_info").WithContext(ctx).Iter()
 	var addr net.IP
-	var status string
+	var status, withPort string
 	var seen []string
-	for it.Scan(&addr, &status) {
+	for it.Scan(&addr, &status, &withPort) {
+		if withPort != "" {
+			status = withPort
+		}
 		seen = append(seen, addr.String()+" "+status)
 		if strings.HasPrefix(status, "NORMAL") {
 			normal++
