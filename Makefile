@@ -4,6 +4,9 @@
 #   make test               unit tests (-race, invariant checks) + integration tests
 #                           against a real cluster: CQLSEQ_CQL_HOSTS if set, else a
 #                           Cassandra this Makefile starts and always stops
+#   make test-cluster       the replicated-cluster tests: RF=3 at LOCAL_QUORUM /
+#                           LOCAL_SERIAL on CQLSEQ_CQL_HOSTS or a 3-node cluster
+#                           it starts and stops (not part of make test: slow)
 #   make lint               go vet + staticcheck
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
@@ -26,7 +29,7 @@ LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 
-.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
+.PHONY: all build test test-unit test-integration test-cluster lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
 all: build
 
@@ -59,6 +62,23 @@ test-integration: $(LAUNCHER) cqlsh-venv
 	  echo "test-integration: Cassandra at $$hosts"; \
 	  cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
 	fi
+
+# test-cluster runs the storage conformance suite and LWT race (cqlstore),
+# elections, the fenced takeovers (fencing, orchestration) and the restart
+# test (its own private node) in keyspaces of replication factor 3.
+CLUSTER_PKGS ?= ./cqlstore/ ./elections/ ./fencing/ ./orchestration/ ./restart/
+test-cluster: $(LAUNCHER) cqlsh-venv
+	@set -euo pipefail; \
+	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
+	  echo "test-cluster: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; hosts=$$CQLSEQ_CQL_HOSTS; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cluster.test.$$$$.json; \
+	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  hosts=$$($(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -state "$$state"); \
+	  echo "test-cluster: 3 nodes at $$hosts"; \
+	fi; \
+	cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSEQ_CQL_RF=3 CQLSH=$(CQLSH) \
+	  $(GO) test $(IT_FLAGS) $(CLUSTER_PKGS)
 
 lint: $(BIN)/staticcheck
 	$(GO) vet ./...
