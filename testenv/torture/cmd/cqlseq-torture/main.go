@@ -137,6 +137,8 @@ func run(args []string) error {
 			return err
 		}
 		t.c.dir = d
+	} else if err := os.MkdirAll(t.c.dir, 0o755); err != nil {
+		return err
 	}
 	t.ksBase = fmt.Sprintf("torture_%x", t.rng.Uint32())
 	t.logf("seed %d, hosts %s, files in %s, keyspaces %s_*", c.seed, t.c.hosts, t.c.dir, t.ksBase)
