@@ -7,6 +7,8 @@
 #   make test-cluster       the replicated-cluster tests: RF=3 at LOCAL_QUORUM /
 #                           LOCAL_SERIAL on CQLSEQ_CQL_HOSTS or a 3-node cluster
 #                           it starts and stops (not part of make test: slow)
+#   make torture            the crash and fault campaign on a 3-node cluster it
+#                           starts and stops (TORTURE_ARGS adds flags)
 #   make lint               go vet + staticcheck
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
@@ -29,7 +31,7 @@ LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 
-.PHONY: all build test test-unit test-integration test-cluster lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
+.PHONY: all build test test-unit test-integration test-cluster torture lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
 all: build
 
@@ -79,6 +81,22 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 	fi; \
 	cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSEQ_CQL_RF=3 CQLSH=$(CQLSH) \
 	  $(GO) test $(IT_FLAGS) $(CLUSTER_PKGS)
+
+# torture builds cqlseq and the campaign driver, starts a 3-node cluster
+# (or uses CLUSTER_STATE_FILE, a running cluster's state), runs every phase
+# and prints the table; it exits non-zero if a check fails. The cluster it
+# started is stopped whatever the outcome.
+torture: $(LAUNCHER)
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
+	@set -euo pipefail; \
+	if [ -n "$${CLUSTER_STATE_FILE:-}" ]; then state=$$CLUSTER_STATE_FILE; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cluster.torture.$$$$.json; \
+	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -state "$$state" >/dev/null; \
+	fi; \
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" $(TORTURE_ARGS)
 
 lint: $(BIN)/staticcheck
 	$(GO) vet ./...
