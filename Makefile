@@ -31,7 +31,7 @@ LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 
-.PHONY: all build test test-unit test-integration test-cluster torture lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
+.PHONY: all build test test-unit test-integration test-cluster torture torture-short lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql clean
 
 all: build
 
@@ -56,14 +56,23 @@ test-integration: $(LAUNCHER) cqlsh-venv
 	@set -euo pipefail; \
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
 	  echo "test-integration: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; \
-	  cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
+	  (cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
+	  $(MAKE) --no-print-directory torture-short HOSTS=$$CQLSEQ_CQL_HOSTS; \
 	else \
 	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.test.$$$$.json; \
 	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
 	  hosts=$$($(LAUNCHER) up -state "$$state"); \
 	  echo "test-integration: Cassandra at $$hosts"; \
-	  cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
+	  (cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
+	  $(MAKE) --no-print-directory torture-short HOSTS=$$hosts; \
 	fi
+
+# torture-short is the campaign's CI variant (about a minute): 20 client
+# SIGKILLs across every mode on HOSTS, no node faults.
+torture-short:
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0
 
 # test-cluster runs the storage conformance suite and LWT race (cqlstore),
 # elections, the fenced takeovers (fencing, orchestration) and the restart

@@ -204,14 +204,15 @@ func leaseLost(t *testing.T, n *node) {
 		events, len(acked1), p1.Epoch(), len(acked2), p2.Epoch())
 }
 
-// leaseSurvives: the node is crashed right after a renewal of a 40 s lease
-// and kept down 1 s; crash, down time, JVM start (up to 30 s on a busy
-// 2-core machine) and reconnection fit in the 39 s of validity left, so the same leadership carries on: its
+// leaseSurvives: the node is crashed right after a renewal of a 60 s lease
+// and kept down 1 s; crash, down time, JVM start (25 s seen on a busy
+// 2-core machine) and the driver's reconnection fit in the 59 s of
+// validity left, so the same leadership carries on: its
 // context stays live, a renewal succeeds after the restart, and commands
 // continue on the same partition.
 func leaseSurvives(t *testing.T, n *node) {
 	const (
-		lease = 40 * time.Second
+		lease = 60 * time.Second
 		down  = time.Second
 		key   = 2
 		part  = isequencer.PartitionID(2)
@@ -238,7 +239,9 @@ func leaseSurvives(t *testing.T, n *node) {
 		down, n.inst.StartupTime.Seconds(), back.Sub(crashed).Seconds(), l.Timing().Validity)
 	require.NoError(t, l.Ctx.Err(), "the lease did not survive an outage of %v: %v", back.Sub(crashed), context.Cause(l.Ctx))
 
-	wait(t, w.acks(30), 30*time.Second, "30 commands acknowledged after the restart")
+	// The driver reconnects to a host it saw go down on its own schedule:
+	// seconds on a quiet machine, tens of seconds on a busy one.
+	wait(t, w.acks(30), 90*time.Second, "30 commands acknowledged after the restart")
 	resumed := time.Now()
 	renewed := nextEvent(t, events, elections.EventRenewed, back, 2*l.Timing().RenewEvery)
 	require.NoError(t, l.Ctx.Err(), "the leadership carries on")

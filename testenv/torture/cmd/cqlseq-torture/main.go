@@ -44,6 +44,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gocql/gocql"
+
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
@@ -65,6 +67,7 @@ type config struct {
 	timeout    time.Duration
 	seed       uint64
 	heap       string
+	keep       bool
 }
 
 type torture struct {
@@ -74,6 +77,7 @@ type torture struct {
 	opts    cassandra.Options
 	rows    []row
 	ksBase  string
+	kss     []string // keyspaces created
 	failed  bool
 	out     io.Writer
 }
@@ -106,6 +110,7 @@ func run(args []string) error {
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "the children's CQL request timeout")
 	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the random kill instants and nodes")
 	fs.StringVar(&c.heap, "heap", "512m", "heap of a restarted node")
+	fs.BoolVar(&c.keep, "keep", false, "keep the keyspaces when every check passed (they are always kept after a failure)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -148,7 +153,29 @@ func run(args []string) error {
 		return err
 	}
 	if t.failed {
-		return errors.New("a check failed (see the table)")
+		return fmt.Errorf("a check failed (see the table; keyspaces %s_* and %s kept)", t.ksBase, t.c.dir)
+	}
+	if !t.c.keep {
+		return t.dropKeyspaces(ctx)
+	}
+	return nil
+}
+
+// dropKeyspaces drops the keyspaces the run created.
+func (t *torture) dropKeyspaces(ctx context.Context) error {
+	c := gocql.NewCluster(strings.Split(t.c.hosts, ",")...)
+	c.Timeout = time.Minute
+	c.DisableInitialHostLookup = len(strings.Split(t.c.hosts, ",")) == 1
+	s, err := c.CreateSession()
+	if err != nil {
+		return fmt.Errorf("dropping the keyspaces: %w", err)
+	}
+	defer s.Close()
+	for _, ks := range t.kss {
+		// ks is ksBase (hex) + a phase name: a valid identifier.
+		if err := s.Query("DROP KEYSPACE IF EXISTS " + ks).WithContext(ctx).Exec(); err != nil {
+			return fmt.Errorf("dropping keyspace %s: %w", ks, err)
+		}
 	}
 	return nil
 }
@@ -192,6 +219,7 @@ func (t *torture) keyspace(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("migrate %s: %w\n%s", ks, err, out)
 	}
+	t.kss = append(t.kss, ks)
 	return ks, nil
 }
 
