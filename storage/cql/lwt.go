@@ -32,8 +32,12 @@ type effect struct {
 
 // proven reports whether rows (clustering key -> value, as a SERIAL read
 // returned them) prove that a write with these effects was applied: every
-// row is in its after state, and at least one after state differs from its
-// before state, so that the rows cannot merely have stayed as they were.
+// row is in its after state, and at least one after state is a written
+// value that differs from its before state, so that the rows cannot merely
+// have stayed as they were. An absent row proves nothing: another
+// writer's delete (seen on a replicated cluster: two racing
+// CompareAndDeletes both reported applied) or a TTL leaves the same
+// state, so a delete whose outcome is unknown stays unknown.
 func proven(effects []effect, rows map[string][]byte) bool {
 	differs := false
 	for _, e := range effects {
@@ -41,7 +45,7 @@ func proven(effects []effect, rows map[string][]byte) bool {
 		if !(state{exists: ok, value: v}).equal(e.after) {
 			return false
 		}
-		if e.before != nil && !e.before.equal(e.after) {
+		if e.after.exists && e.before != nil && !e.before.equal(e.after) {
 			differs = true
 		}
 	}
