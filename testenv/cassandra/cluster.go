@@ -92,15 +92,9 @@ func StartCluster(ctx context.Context, o Options, n int, save func(*Cluster) err
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := CheckTools(o); err != nil {
-		return nil, err
-	}
-	lib, err := Fetch(ctx, o)
+	lib, err := prepare(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	dir, err := os.MkdirTemp(o.RunDir, "cqlseq-cluster-")
 	if err != nil {

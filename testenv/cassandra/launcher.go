@@ -271,15 +271,9 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckTools(o); err != nil {
-		return nil, err
-	}
-	lib, err := Fetch(ctx, o)
+	lib, err := prepare(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	dir, err := os.MkdirTemp(o.RunDir, "cqlseq-cassandra-")
 	if err != nil {
@@ -291,6 +285,22 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 		return nil, err
 	}
 	return inst, nil
+}
+
+// prepare checks the tools, fetches the jars (returning their directory)
+// and makes o.RunDir.
+func prepare(ctx context.Context, o Options) (string, error) {
+	if err := CheckTools(o); err != nil {
+		return "", err
+	}
+	lib, err := Fetch(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return "", fmt.Errorf("cassandra: %w", err)
+	}
+	return lib, nil
 }
 
 func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {

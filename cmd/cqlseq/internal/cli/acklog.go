@@ -274,14 +274,7 @@ type ackResult struct {
 }
 
 func (r *ackResult) add(kind, format string, a ...any) {
-	r.Problems++
-	if r.ByKind == nil {
-		r.ByKind = map[string]uint64{}
-	}
-	r.ByKind[kind]++
-	if r.ByKind[kind] <= maxListed {
-		r.Listed = append(r.Listed, finding{Kind: kind, Text: fmt.Sprintf(format, a...)})
-	}
+	addFinding(&r.Problems, &r.ByKind, &r.Listed, kind, fmt.Sprintf(format, a...))
 }
 
 // plogEvent is what checkAcks keeps of a PLog event.
