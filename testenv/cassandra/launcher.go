@@ -309,16 +309,8 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 		return nil, err
 	}
 	nativePort, storagePort := ports[0], ports[1]
-	for _, d := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, fmt.Errorf("cassandra: %w", err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort, o.CrashSafe)), 0o644); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "logback.xml"), []byte(logbackXML), 0o644); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
+	if err := writeNodeFiles(singleNode(dir, nativePort, storagePort, o.CrashSafe)); err != nil {
+		return nil, err
 	}
 	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
 	if err := launch(ctx, o, lib, inst); err != nil {
@@ -453,8 +445,12 @@ func jvmArgs(o Options, lib, jamm, dir string) []string {
 
 // cassandraYAML is the configuration of a single node on 127.0.0.1.
 func cassandraYAML(dir string, nativePort, storagePort int, crashSafe bool) string {
-	return nodeYAML(nodeConfig{dir: dir, listen: "127.0.0.1", seed: "127.0.0.1", token: "0",
-		nativePort: nativePort, storagePort: storagePort, crashSafe: crashSafe})
+	return nodeYAML(singleNode(dir, nativePort, storagePort, crashSafe))
+}
+
+func singleNode(dir string, nativePort, storagePort int, crashSafe bool) nodeConfig {
+	return nodeConfig{dir: dir, listen: "127.0.0.1", seed: "127.0.0.1", token: "0",
+		nativePort: nativePort, storagePort: storagePort, crashSafe: crashSafe}
 }
 
 // nodeConfig is what differs between the cassandra.yaml files of nodes.
