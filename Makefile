@@ -92,7 +92,9 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 	  $(GO) test $(IT_FLAGS) $(CLUSTER_PKGS)
 
 # torture builds cqlseq and the campaign driver, starts a 3-node cluster
-# (or uses CLUSTER_STATE_FILE, a running cluster's state), runs every phase
+# (or uses CLUSTER_STATE_FILE, a running cluster's state), crash-safe (a
+# node's SIGKILL loses no schema change: without it a restarted node can
+# come back without the keyspaces created just before), runs every phase
 # and prints the table; it exits non-zero if a check fails. The cluster it
 # started is stopped whatever the outcome.
 torture: $(LAUNCHER)
@@ -103,7 +105,7 @@ torture: $(LAUNCHER)
 	else \
 	  mkdir -p $(CACHE); state=$(CACHE)/cluster.torture.$$$$.json; \
 	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
-	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -state "$$state" >/dev/null; \
+	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -crash-safe -state "$$state" >/dev/null; \
 	fi; \
 	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" $(TORTURE_ARGS)
 
