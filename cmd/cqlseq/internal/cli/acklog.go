@@ -230,7 +230,7 @@ func parseAckLog(name string, b []byte) (*ackFile, error) {
 func parseAck(s string) (ackRecord, error) {
 	f := strings.Fields(s)
 	if len(f) != 4 {
-		return ackRecord{}, errors.New("want 4 fields: partition offset WSID SeqID:number,...")
+		return ackRecord{}, errors.New("want 4 fields: partition, offset, WSID, SeqID:number[,SeqID:number]")
 	}
 	var a ackRecord
 	var errs []error
