@@ -4,9 +4,16 @@
 #   make test               unit tests (-race, invariant checks, a 20 s fuzz run) + integration tests
 #                           against a real cluster: CQLSEQ_CQL_HOSTS if set, else a
 #                           Cassandra this Makefile starts and always stops
+#   make test-cluster       the replicated-cluster tests: RF=3 at LOCAL_QUORUM /
+#                           LOCAL_SERIAL on CQLSEQ_CQL_HOSTS or a 3-node cluster
+#                           it starts and stops (not part of make test: slow)
+#   make torture            the crash and fault campaign on a 3-node cluster it
+#                           starts and stops (TORTURE_ARGS adds flags)
 #   make lint               go vet + staticcheck
 #   make crash-bbolt        SIGKILL cqlseq bench on a bbolt file 100 times, verify after each
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
+#   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
+#   make cluster-down       stops every node it started (state in .cache/)
 #   make cqlsh              cqlsh (PyPI, in .venv) against the running cluster
 
 SHELL        := /bin/bash
@@ -14,6 +21,9 @@ GO           ?= go
 BIN          := $(CURDIR)/bin
 CACHE        := $(CURDIR)/.cache
 STATE        := $(CACHE)/cassandra.state.json
+CLUSTER_STATE := $(CACHE)/cluster.state.json
+NODES        ?= 3
+NODE_HEAP    ?= 512m
 VENV         := $(CURDIR)/.venv
 CQLSH        := $(VENV)/bin/cqlsh
 CQLSH_VER    ?= 6.2.2
@@ -23,7 +33,7 @@ UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 FUZZTIME     ?= 20s
 
-.PHONY: all build test test-unit test-integration lint cassandra-up cassandra-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: all build test test-unit test-integration test-cluster torture torture-short lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -51,14 +61,58 @@ test-integration: $(LAUNCHER) cqlsh-venv
 	@set -euo pipefail; \
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
 	  echo "test-integration: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; \
-	  cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
+	  (cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
+	  $(MAKE) --no-print-directory torture-short HOSTS=$$CQLSEQ_CQL_HOSTS; \
 	else \
 	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.test.$$$$.json; \
 	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
 	  hosts=$$($(LAUNCHER) up -state "$$state"); \
 	  echo "test-integration: Cassandra at $$hosts"; \
-	  cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...; \
+	  (cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
+	  $(MAKE) --no-print-directory torture-short HOSTS=$$hosts; \
 	fi
+
+# torture-short is the campaign's CI variant (about a minute): 20 client
+# SIGKILLs across every mode on HOSTS, no node faults.
+torture-short:
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0
+
+# test-cluster runs the storage conformance suite and LWT race (cqlstore),
+# elections, the fenced takeovers (fencing, orchestration) and the restart
+# test (its own private node) in keyspaces of replication factor 3.
+CLUSTER_PKGS ?= ./cqlstore/ ./elections/ ./fencing/ ./orchestration/ ./restart/
+test-cluster: $(LAUNCHER) cqlsh-venv
+	@set -euo pipefail; \
+	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
+	  echo "test-cluster: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; hosts=$$CQLSEQ_CQL_HOSTS; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cluster.test.$$$$.json; \
+	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  hosts=$$($(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -state "$$state"); \
+	  echo "test-cluster: 3 nodes at $$hosts"; \
+	fi; \
+	cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSEQ_CQL_RF=3 CQLSH=$(CQLSH) \
+	  $(GO) test $(IT_FLAGS) $(CLUSTER_PKGS)
+
+# torture builds cqlseq and the campaign driver, starts a 3-node cluster
+# (or uses CLUSTER_STATE_FILE, a running cluster's state), crash-safe (a
+# node's SIGKILL loses no schema change: without it a restarted node can
+# come back without the keyspaces created just before), runs every phase
+# and prints the table; it exits non-zero if a check fails. The cluster it
+# started is stopped whatever the outcome.
+torture: $(LAUNCHER)
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
+	@set -euo pipefail; \
+	if [ -n "$${CLUSTER_STATE_FILE:-}" ]; then state=$$CLUSTER_STATE_FILE; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cluster.torture.$$$$.json; \
+	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -crash-safe -state "$$state" >/dev/null; \
+	fi; \
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" $(TORTURE_ARGS)
 
 lint: $(BIN)/staticcheck
 	$(GO) vet ./...
@@ -78,6 +132,16 @@ cassandra-up: $(LAUNCHER)
 
 cassandra-down: $(LAUNCHER)
 	$(LAUNCHER) down -state $(STATE)
+
+# cluster-up starts the nodes one after another (slow on 2 cores: minutes)
+# and waits until each sees all of them up and normal; a failed start stops
+# what it started. cluster-down stops exactly the processes the state names.
+cluster-up: $(LAUNCHER)
+	@mkdir -p $(CACHE)
+	$(LAUNCHER) up -nodes $(NODES) -heap $(NODE_HEAP) -timeout 600s -state $(CLUSTER_STATE)
+
+cluster-down: $(LAUNCHER)
+	$(LAUNCHER) down -state $(CLUSTER_STATE)
 
 cqlsh-venv: $(CQLSH)
 

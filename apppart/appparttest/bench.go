@@ -53,13 +53,13 @@ func RunFlowBenchmarks(b *testing.B, st storage.Storage) {
 // RunFencingBenchmarks.
 const FencingClients = 16
 
-// RunFencingBenchmarks compares the fenced mode with trust levels 0 and 2
+// RunFencingBenchmarks compares the fenced mode with trust levels 0, 1 and 2
 // under the same load: FencingClients concurrent clients per partition, on
 // one partition and on four. Trust modes write each event on its own under
 // the partition's lock; the fenced mode groups the events of the commands
 // in flight into one conditional batch (events/group reports the mean).
 func RunFencingBenchmarks(b *testing.B, st storage.Storage) {
-	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2, plog.ModeFenced} {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
 		b.Run("Fencing/"+mode.String()+"/1part", func(b *testing.B) { benchFlow(b, st, mode, 1, FencingClients) })
 		b.Run("Fencing/"+mode.String()+"/4parts", func(b *testing.B) { benchFlow(b, st, mode, 4, FencingClients) })
 	}

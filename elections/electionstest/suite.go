@@ -19,6 +19,7 @@ import (
 	"github.com/cqlseq/cqlseq/elections"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/faulty"
+	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
 // Harness describes the driver under test.
@@ -462,9 +463,20 @@ func (s *suite) specShape(t *testing.T) {
 	require.NotNil(t, b.AcquireLeadership(key, []byte("b"), s.h.Lease))
 }
 
-func (s *suite) cleanup(t *testing.T) {
-	st := s.store(t)
+// noLeaks checks at the end of t, after the cleanups registered later (the
+// stores' Close among them), that t left no goroutine behind: Elections'
+// goroutines must have ended at Cleanup, the stores' at Close. Taken before
+// the store opens, so a driver's connections that open after Open returned
+// (gocql fills its pools in the background) are not mistaken for leaks; the
+// check waits, bounded, for the asynchronous end of closed connections.
+func (s *suite) noLeaks(t *testing.T) {
 	leak := append([]goleak.Option{goleak.IgnoreCurrent()}, s.h.LeakOptions...)
+	t.Cleanup(func() { leakcheck.VerifyNone(t, leak...) })
+}
+
+func (s *suite) cleanup(t *testing.T) {
+	s.noLeaks(t)
+	st := s.store(t)
 	r := newRecorder()
 	a, b := s.elections(t, st, r), s.elections(t, st, nil)
 	keys := []uint32{newKey(), newKey(), newKey()}
@@ -485,12 +497,11 @@ func (s *suite) cleanup(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrClosed)
 	a.Cleanup()
 	b.Cleanup()
-	goleak.VerifyNone(t, leak...)
 }
 
 func (s *suite) cleanupWhileFailing(t *testing.T) {
+	s.noLeaks(t)
 	st := s.store(t)
-	leak := append([]goleak.Option{goleak.IgnoreCurrent()}, s.h.LeakOptions...)
 	f := newFaulty(t, st)
 	a := s.elections(t, f, nil)
 	l1 := s.acquire(t, a, newKey(), "a")
@@ -509,5 +520,4 @@ func (s *suite) cleanupWhileFailing(t *testing.T) {
 	}
 	require.Error(t, l1.Ctx.Err())
 	require.Error(t, l2.Ctx.Err())
-	goleak.VerifyNone(t, leak...)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cqlseq/cqlseq/schema"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/cql"
+	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
 // silentServer accepts TCP connections and never answers, until the test
@@ -57,7 +58,7 @@ func TestOpenUnreachable(t *testing.T) {
 	// Registered first, so it runs after the server's cleanup: a failed Open
 	// leaves no goroutine behind.
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, ignore) })
 	refused := func() string {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -120,7 +121,8 @@ func (f observerFunc) ObserveQuery(context.Context, gocql.ObservedQuery) { f() }
 // TestCancelledContext: a cancelled or expired context ends every call
 // promptly with the context's error, before or while the query runs.
 func TestCancelledContext(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ignore := goleak.IgnoreCurrent()
+	defer leakcheck.VerifyNone(t, ignore)
 	st, err := cql.Open(context.Background(), options(itest.Keyspace()))
 	require.NoError(t, err)
 	defer st.Close()

@@ -32,8 +32,8 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 }
 
 // HostConfig is a one-slot host owning partitions 0..HostPartitions-1 on
-// st, with a 3 s lease and 1.5 s skew (the real-time margin Cassandra's
-// whole-second TTLs need), running svc; events receive its leadership
+// st, with a 6 s lease and 3 s skew (Cassandra's whole-second TTLs need
+// 1 s of it; the rest is room for a busy 2-core machine), running svc; events receive its leadership
 // events (dropped when full). ip only identifies the host in its lease.
 func HostConfig(st storage.Storage, ip byte, svc orchestration.Service, events chan<- elections.Event) orchestration.Config {
 	return orchestration.Config{
@@ -41,8 +41,8 @@ func HostConfig(st storage.Storage, ip byte, svc orchestration.Service, events c
 		NumVVM:             1,
 		NumPartitions:      HostPartitions,
 		IP:                 net.IPv4(10, 0, 0, ip),
-		LeadershipDuration: 3 * time.Second,
-		Skew:               1500 * time.Millisecond,
+		LeadershipDuration: 6 * time.Second,
+		Skew:               3 * time.Second,
 		AcquisitionTimeout: WaitLimit,
 		AcquisitionRetry:   200 * time.Millisecond,
 		Services:           []orchestration.Service{svc},

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
+	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
 // scyllaImage is the image used when a Docker engine answers; the same tag
@@ -59,6 +61,10 @@ var testCluster struct {
 func Main(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	if _, err := parseRF(os.Getenv("CQLSEQ_CQL_RF")); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: FAIL: %v\n", err)
+		return 1
+	}
 	stop, err := findCluster(ctx)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
@@ -69,7 +75,7 @@ func Main(m *testing.M) int {
 		return 0
 	}
 	defer stop()
-	fmt.Fprintf(os.Stderr, "integration: %s %s at %s (from %s)\n", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), testCluster.source)
+	fmt.Fprintf(os.Stderr, "integration: %s %s at %s (from %s), replication factor %d\n", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), testCluster.source, replicationFactor())
 
 	ks, drop, err := createRunKeyspace(ctx)
 	if err != nil {
@@ -252,9 +258,33 @@ func UniqueName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// Replication returns the replication map of a test keyspace.
+// Replication returns the replication map of a test keyspace: replication
+// factor CQLSEQ_CQL_RF (default 1; make test-cluster sets 3). Every
+// session reads and writes at LOCAL_QUORUM and LOCAL_SERIAL, so with 3 a
+// write needs 2 of the 3 replicas and a Paxos round really crosses nodes.
 func Replication() string {
-	return "{'class': 'SimpleStrategy', 'replication_factor': 1}"
+	return fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", replicationFactor())
+}
+
+// replicationFactor is CQLSEQ_CQL_RF, 1 when unset or not a number in
+// 1..9 (Main reports an invalid value before any test runs).
+func replicationFactor() int {
+	rf, err := parseRF(os.Getenv("CQLSEQ_CQL_RF"))
+	if err != nil {
+		return 1
+	}
+	return rf
+}
+
+func parseRF(s string) (int, error) {
+	if s = strings.TrimSpace(s); s == "" {
+		return 1, nil
+	}
+	rf, err := strconv.Atoi(s)
+	if err != nil || rf < 1 || rf > 9 {
+		return 0, fmt.Errorf("CQLSEQ_CQL_RF %q: want a replication factor 1..9", s)
+	}
+	return rf, nil
 }
 
 // OpenStore opens a storage/cql Store with a session of its own on the
@@ -283,9 +313,11 @@ func OpenStore(tb testing.TB, tune ...func(*cql.Options)) *cql.Store {
 }
 
 // NoLeaks checks at the end of t, after every cleanup registered later (the
-// stores' Close among them), that t left no goroutine behind. Call it
+// stores' Close among them), that t left no goroutine behind. The check
+// waits, bounded by leakcheck.Wait, for goroutines that end asynchronously
+// after a close (gocql's connection readers and write flushers). Call it
 // before opening anything the test must close.
 func NoLeaks(t testing.TB) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+	t.Cleanup(func() { leakcheck.VerifyNone(t, ignore) })
 }

@@ -69,7 +69,8 @@ func startNode(t *testing.T) *node {
 	defer s.Close()
 	ks := itest.UniqueName("cqlseq_rs_")
 	if _, err := schema.Apply(ctx, s, schema.Options{
-		Keyspace: ks, Replication: itest.Replication(), Engine: schema.EngineCassandra, CreateKeyspace: true,
+		// One node: replication factor 1 whatever CQLSEQ_CQL_RF says.
+		Keyspace: ks, Replication: schema.DefaultReplication, Engine: schema.EngineCassandra, CreateKeyspace: true,
 	}); err != nil {
 		t.Fatalf("schema on the private Cassandra: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cqlseq/cqlseq/elections"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
 // TestLeaseAcrossCassandraRestart crashes the private node under a fenced
@@ -23,7 +24,7 @@ import (
 // owner survive).
 func TestLeaseAcrossCassandraRestart(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last: after the node has stopped
+	t.Cleanup(func() { leakcheck.VerifyNone(t, ignore) }) // runs last: after the node has stopped
 	n := startNode(t)
 	t.Run("down longer than the lease", func(t *testing.T) { leaseLost(t, n) })
 	t.Run("down shorter than the validity left", func(t *testing.T) { leaseSurvives(t, n) })
@@ -134,7 +135,7 @@ func leaseLost(t *testing.T, n *node) {
 	t.Logf("owner 1 (epoch %d) lost its leadership %v after the crash, %v after its local deadline: %v",
 		l1.Epoch, lostAt.Sub(crashed).Round(time.Millisecond), lostAt.Sub(deadline).Round(time.Millisecond), context.Cause(l1.Ctx))
 	require.False(t, lostAt.Before(deadline), "lost before its local deadline")
-	require.Less(t, lostAt.Sub(deadline), time.Second, "the leadership context is cancelled at the local deadline")
+	require.Less(t, lostAt.Sub(deadline), 3*time.Second, "the leadership context is cancelled at the local deadline (a busy core may delay the timer)")
 	require.False(t, deadline.After(crashed.Add(l1.Timing().Validity)), "no renewal succeeded while the node was down")
 	require.True(t, lostAt.Before(back), "owner 1 gave up while the node was down, before anyone could take the lease")
 
@@ -203,14 +204,15 @@ func leaseLost(t *testing.T, n *node) {
 		events, len(acked1), p1.Epoch(), len(acked2), p2.Epoch())
 }
 
-// leaseSurvives: the node is crashed right after a renewal of a 20 s lease
-// and kept down 1 s; crash, down time, JVM start and reconnection fit in
-// the 19 s of validity left, so the same leadership carries on: its
+// leaseSurvives: the node is crashed right after a renewal of a 60 s lease
+// and kept down 1 s; crash, down time, JVM start (25 s seen on a busy
+// 2-core machine) and the driver's reconnection fit in the 59 s of
+// validity left, so the same leadership carries on: its
 // context stays live, a renewal succeeds after the restart, and commands
 // continue on the same partition.
 func leaseSurvives(t *testing.T, n *node) {
 	const (
-		lease = 20 * time.Second
+		lease = 60 * time.Second
 		down  = time.Second
 		key   = 2
 		part  = isequencer.PartitionID(2)
@@ -237,7 +239,9 @@ func leaseSurvives(t *testing.T, n *node) {
 		down, n.inst.StartupTime.Seconds(), back.Sub(crashed).Seconds(), l.Timing().Validity)
 	require.NoError(t, l.Ctx.Err(), "the lease did not survive an outage of %v: %v", back.Sub(crashed), context.Cause(l.Ctx))
 
-	wait(t, w.acks(30), 30*time.Second, "30 commands acknowledged after the restart")
+	// The driver reconnects to a host it saw go down on its own schedule:
+	// seconds on a quiet machine, tens of seconds on a busy one.
+	wait(t, w.acks(30), 90*time.Second, "30 commands acknowledged after the restart")
 	resumed := time.Now()
 	renewed := nextEvent(t, events, elections.EventRenewed, back, 2*l.Timing().RenewEvery)
 	require.NoError(t, l.Ctx.Err(), "the leadership carries on")

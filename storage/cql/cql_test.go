@@ -195,7 +195,7 @@ func TestProven(t *testing.T) {
 		{"cas seen", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string][]byte{"k": []byte("b")}, true},
 		{"cas: old value", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string][]byte{"k": []byte("a")}, false},
 		{"cas same value proves nothing", []effect{{[]byte("k"), *val("a"), val("a")}}, map[string][]byte{"k": []byte("a")}, false},
-		{"delete seen", []effect{{[]byte("k"), state{}, val("a")}}, map[string][]byte{}, true},
+		{"delete: absence proves nothing (another deleter, a TTL)", []effect{{[]byte("k"), state{}, val("a")}}, map[string][]byte{}, false},
 		{"delete: still there", []effect{{[]byte("k"), state{}, val("a")}}, map[string][]byte{"k": []byte("a")}, false},
 		{"batch all seen", []effect{{[]byte("e"), *val("1"), absent}, {[]byte("f"), *val("7"), val("7")}, {[]byte("x"), *val("2"), nil}},
 			map[string][]byte{"e": []byte("1"), "f": []byte("7"), "x": []byte("2")}, true},

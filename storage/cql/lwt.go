@@ -32,8 +32,12 @@ type effect struct {
 
 // proven reports whether rows (clustering key -> value, as a SERIAL read
 // returned them) prove that a write with these effects was applied: every
-// row is in its after state, and at least one after state differs from its
-// before state, so that the rows cannot merely have stayed as they were.
+// row is in its after state, and at least one after state is a written
+// value that differs from its before state, so that the rows cannot merely
+// have stayed as they were. An absent row proves nothing: another
+// writer's delete (seen on a replicated cluster: two racing
+// CompareAndDeletes both reported applied) or a TTL leaves the same
+// state, so a delete whose outcome is unknown stays unknown.
 func proven(effects []effect, rows map[string][]byte) bool {
 	differs := false
 	for _, e := range effects {
@@ -41,7 +45,7 @@ func proven(effects []effect, rows map[string][]byte) bool {
 		if !(state{exists: ok, value: v}).equal(e.after) {
 			return false
 		}
-		if e.before != nil && !e.before.equal(e.after) {
+		if e.after.exists && e.before != nil && !e.before.equal(e.after) {
 			differs = true
 		}
 	}
@@ -99,7 +103,7 @@ func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte
 	eff := []effect{{cCols: cCols, after: state{true, blob(value)}, before: &state{}}}
 	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
 		return s.query(qctx, s.stmt.putTTLIfNotExists, pKey, blob(cCols), blob(value), ttlSeconds(ttl)).
-			MapScanCAS(map[string]any{})
+			RetryPolicy(neverRetry{}).MapScanCAS(map[string]any{})
 	})
 }
 
@@ -118,7 +122,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newVa
 	eff := []effect{{cCols: cCols, after: state{true, n}, before: &state{true, o}}}
 	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
 		if ttl == 0 {
-			return s.query(qctx, s.stmt.casUpdate, sec, n, pKey, c, o).MapScanCAS(map[string]any{})
+			return s.query(qctx, s.stmt.casUpdate, sec, n, pKey, c, o).RetryPolicy(neverRetry{}).MapScanCAS(map[string]any{})
 		}
 		b := s.batch(qctx)
 		b.Query(s.stmt.putTTL, pKey, c, n, sec)
@@ -136,7 +140,7 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 	exp := blob(expected)
 	eff := []effect{{cCols: cCols, after: state{}, before: &state{true, exp}}}
 	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
-		return s.query(qctx, s.stmt.casDelete, pKey, blob(cCols), exp).MapScanCAS(map[string]any{})
+		return s.query(qctx, s.stmt.casDelete, pKey, blob(cCols), exp).RetryPolicy(neverRetry{}).MapScanCAS(map[string]any{})
 	})
 }
 
@@ -279,10 +283,25 @@ func planBatchIf(pKey []byte, conds []storage.Condition, rows []storage.Row) (ba
 
 // batch returns a batch for a conditional write bounded by qctx.
 func (s *Store) batch(qctx context.Context) *gocql.Batch {
-	b := s.session.Batch(gocql.LoggedBatch).WithContext(qctx).SerialConsistency(s.o.SerialConsistency)
+	b := s.session.Batch(gocql.LoggedBatch).WithContext(qctx).SerialConsistency(s.o.SerialConsistency).RetryPolicy(neverRetry{})
 	b.SetConsistency(s.o.Consistency)
 	return b
 }
+
+// neverRetry is the retry policy of every conditional statement: the
+// driver never sends one again. gocql's default policy re-sends a
+// statement after a server write timeout (on the same host for statements
+// it knows are LWTs, on the next host otherwise; Cassandra does not flag
+// LWTs in its metadata), and a conditional write whose first attempt was
+// applied after all answers "not applied" the second time: a false
+// negative, seen on a replication factor 3 cluster as a race of
+// InsertIfNotExists with no winner. conditional resolves an unknown
+// outcome itself, by a SERIAL re-read.
+type neverRetry struct{}
+
+func (neverRetry) Attempt(gocql.RetryableQuery) bool { return false }
+
+func (neverRetry) GetRetryType(error) gocql.RetryType { return gocql.Rethrow }
 
 // execBatchCAS executes a conditional batch and reads [applied] by name.
 func (s *Store) execBatchCAS(b *gocql.Batch) (bool, error) {

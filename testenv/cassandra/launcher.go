@@ -255,7 +255,8 @@ func findJar(lib, prefix string) (string, error) {
 type Instance struct {
 	PID         int           `json:"pid"`
 	Dir         string        `json:"dir"`
-	Host        string        `json:"host"` // host:port of the native transport
+	Host        string        `json:"host"`             // host:port of the native transport
+	Listen      string        `json:"listen,omitempty"` // the node's address; "" is 127.0.0.1
 	Version     string        `json:"version"`
 	ReleaseInfo string        `json:"release_version"` // system.local release_version
 	StartupTime time.Duration `json:"startup_ns"`      // from exec to the first CQL answer
@@ -270,15 +271,9 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckTools(o); err != nil {
-		return nil, err
-	}
-	lib, err := Fetch(ctx, o)
+	lib, err := prepare(ctx, o)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	dir, err := os.MkdirTemp(o.RunDir, "cqlseq-cassandra-")
 	if err != nil {
@@ -292,22 +287,30 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 	return inst, nil
 }
 
+// prepare checks the tools, fetches the jars (returning their directory)
+// and makes o.RunDir.
+func prepare(ctx context.Context, o Options) (string, error) {
+	if err := CheckTools(o); err != nil {
+		return "", err
+	}
+	lib, err := Fetch(ctx, o)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return "", fmt.Errorf("cassandra: %w", err)
+	}
+	return lib, nil
+}
+
 func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	nativePort, storagePort := ports[0], ports[1]
-	for _, d := range []string{"data", "commitlog", "saved_caches", "hints", "cdc_raw", "logs", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, fmt.Errorf("cassandra: %w", err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cassandra.yaml"), []byte(cassandraYAML(dir, nativePort, storagePort, o.CrashSafe)), 0o644); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "logback.xml"), []byte(logbackXML), 0o644); err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
+	if err := writeNodeFiles(singleNode(dir, nativePort, storagePort, o.CrashSafe)); err != nil {
+		return nil, err
 	}
 	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
 	if err := launch(ctx, o, lib, inst); err != nil {
@@ -440,15 +443,39 @@ func jvmArgs(o Options, lib, jamm, dir string) []string {
 	return append(a, "-cp", filepath.Join(lib, "*"), "org.apache.cassandra.service.CassandraDaemon")
 }
 
+// cassandraYAML is the configuration of a single node on 127.0.0.1.
 func cassandraYAML(dir string, nativePort, storagePort int, crashSafe bool) string {
+	return nodeYAML(singleNode(dir, nativePort, storagePort, crashSafe))
+}
+
+func singleNode(dir string, nativePort, storagePort int, crashSafe bool) nodeConfig {
+	return nodeConfig{dir: dir, listen: "127.0.0.1", seed: "127.0.0.1", token: "0",
+		nativePort: nativePort, storagePort: storagePort, crashSafe: crashSafe}
+}
+
+// nodeConfig is what differs between the cassandra.yaml files of nodes.
+type nodeConfig struct {
+	dir                     string
+	listen                  string // listen_address and rpc_address
+	seed                    string // the seed's address (its storage port is storagePort)
+	token                   string // initial_token
+	nativePort, storagePort int
+	crashSafe               bool
+	joinWithoutBootstrap    bool // auto_bootstrap: false (a node of a fresh, empty cluster)
+}
+
+func nodeYAML(c nodeConfig) string {
 	// Cassandra refuses a sync period in batch mode.
 	sync := "commitlog_sync: batch\n"
-	if !crashSafe {
+	if !c.crashSafe {
 		sync = "commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n"
+	}
+	if c.joinWithoutBootstrap {
+		sync += "auto_bootstrap: false\n"
 	}
 	return fmt.Sprintf(`cluster_name: cqlseq-test
 num_tokens: 1
-initial_token: 0
+initial_token: %[5]s
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
 endpoint_snitch: SimpleSnitch
 %[4]scommitlog_directory: %[1]s/commitlog
@@ -460,9 +487,9 @@ cdc_raw_directory: %[1]s/cdc_raw
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1:%[3]d"
-listen_address: 127.0.0.1
-rpc_address: 127.0.0.1
+      - seeds: "%[7]s:%[3]d"
+listen_address: %[6]s
+rpc_address: %[6]s
 storage_port: %[3]d
 native_transport_port: %[2]d
 start_native_transport: true
@@ -472,7 +499,7 @@ read_request_timeout: 5000ms
 cas_contention_timeout: 3000ms
 authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
-`, dir, nativePort, storagePort, sync)
+`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed)
 }
 
 const logbackXML = `<configuration scan="false">
@@ -545,7 +572,15 @@ func isOurs(inst *Instance) bool {
 		return false
 	}
 	cmd := string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-	return strings.Contains(cmd, "CassandraDaemon") && strings.Contains(cmd, inst.Dir)
+	return strings.Contains(cmd, "CassandraDaemon") && strings.Contains(cmd, filepath.Clean(inst.Dir)+"/")
+}
+
+// listen returns the node's address.
+func (inst *Instance) listen() string {
+	if inst.Listen == "" {
+		return "127.0.0.1"
+	}
+	return inst.Listen
 }
 
 func peakRSS(pid int) int64 {
@@ -566,6 +601,7 @@ func peakRSS(pid int) int64 {
 }
 
 func killGroup(pid int, grace time.Duration) error {
+	_ = syscall.Kill(-pid, syscall.SIGCONT) // a paused node cannot act on SIGTERM
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {

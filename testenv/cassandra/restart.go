@@ -62,7 +62,7 @@ func Restart(ctx context.Context, inst *Instance, o Options, down time.Duration)
 		t.Stop()
 		return fmt.Errorf("cassandra: restart of %s: %w", inst.Dir, ctx.Err())
 	}
-	if err := waitPortsFree(ctx, ports, 10*time.Second); err != nil {
+	if err := waitPortsFree(ctx, inst.listen(), ports, 10*time.Second); err != nil {
 		return err
 	}
 	return launch(ctx, o, lib, inst)
@@ -144,15 +144,14 @@ func crash(pid int, limit time.Duration) error {
 	return nil
 }
 
-// waitPortsFree waits until every port can be bound on 127.0.0.1 (a
-// crashed process's sockets close with it; anything else holding one is
-// reported).
-func waitPortsFree(ctx context.Context, ports []int, limit time.Duration) error {
+// waitPortsFree waits until every port can be bound on addr (a crashed
+// process's sockets close with it; anything else holding one is reported).
+func waitPortsFree(ctx context.Context, addr string, ports []int, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
 		var busy error
 		for _, p := range ports {
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			l, err := net.Listen("tcp", net.JoinHostPort(addr, strconv.Itoa(p)))
 			if err != nil {
 				busy = fmt.Errorf("cassandra: port %d of the instance is in use: %w", p, err)
 				break

@@ -112,7 +112,7 @@ func TestRestartCrashesAndRelaunches(t *testing.T) {
 
 	// "sleep; true" keeps sh from exec'ing sleep: the cmdline stays the
 	// one isOurs recognises, and the sleep child is in the group.
-	node := exec.Command("/bin/sh", "-c", "sleep 300; true", "CassandraDaemon", inst.Dir)
+	node := exec.Command("/bin/sh", "-c", "sleep 300; true", "CassandraDaemon", filepath.Join(inst.Dir, "cassandra.yaml"))
 	node.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	require.NoError(t, node.Start())
 	exited := make(chan struct{})

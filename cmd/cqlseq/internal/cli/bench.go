@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/isequencer"
 )
 
 // latencyMethod documents how the reports' percentiles are computed.
@@ -21,6 +24,7 @@ type benchFlags struct {
 	load     loadFlags
 	baseline bool
 	jsonFile string
+	ackLog   string
 }
 
 func newBenchCmd(e *env) *cobra.Command {
@@ -56,6 +60,7 @@ removed at the end. ` + latencyMethod + `.`,
 	f.load.add(fs, 10*time.Second)
 	fs.BoolVar(&f.baseline, "baseline", false, "also run a raw PLog insert loop (plog.Writer alone, same mode) and print the ratio")
 	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to this file")
+	fs.StringVar(&f.ackLog, "ack-log", "", "append each acknowledged command (partition, offset, WSID, numbers) to this file, fsynced before it counts (for verify --acks)")
 	return cmd
 }
 
@@ -168,6 +173,16 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 	var count atomic.Uint64
 	lc := f.load.loadConfig(f.load.duration)
 	lc.count = &count
+	if f.ackLog != "" {
+		al, aerr := startAckLog(e, f.ackLog, &rep)
+		if aerr != nil {
+			return errors.Join(aerr, parts.close())
+		}
+		defer func() { err = errors.Join(err, al.Close()) }()
+		lc.ack = func(p isequencer.PartitionID, ws isequencer.WSID, res apppart.Result) error {
+			return al.Ack(p, res.Offset, ws, commandSeqs, res.Numbers)
+		}
+	}
 	stop := e.timedProgress("sequencer", f.load.duration, &count)
 	res := runCommands(ctx, parts.parts, lc)
 	stop()

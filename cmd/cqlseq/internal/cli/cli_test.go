@@ -340,7 +340,10 @@ func TestBenchFencedVerifies(t *testing.T) {
 	require.Equal(t, ExitOK, v.code, "stdout:\n%s\nstderr:\n%s", v.stdout, v.stderr)
 	in := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--ws", "2", "--limit", "1")
 	require.Equal(t, ExitOK, in.code, "stdout:\n%s\nstderr:\n%s", in.stdout, in.stderr)
-	assert.Contains(t, in.stdout, "epoch 2")
+	// The partition's epoch line: the second run took it over. (Whether
+	// workspace 2 got numbers in epoch 2 depends on how many commands a
+	// busy machine ran in 300 ms.)
+	assert.Regexp(t, `(?m)^epoch\s+2$`, in.stdout)
 }
 
 // TestModeChangesOnOneFile: the issue 14 reproduction, bench in fenced

@@ -180,6 +180,9 @@ type loadConfig struct {
 	seed        uint64
 	count       *atomic.Uint64 // if set, counts completed commands (progress)
 	killed      *atomic.Bool   // if set and true, the store was cut off: workers stop
+	// ack, if set, records a command that succeeded before it is counted;
+	// an error stops the worker (reported as stopped).
+	ack func(p isequencer.PartitionID, ws isequencer.WSID, res apppart.Result) error
 }
 
 // loadResult is what a load run did.
@@ -277,6 +280,12 @@ func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) 
 			res, err := part.Do(ctx, cmd)
 			switch {
 			case err == nil:
+				if c.ack != nil {
+					if err := c.ack(isequencer.PartitionID(p), cmd.WSID, res); err != nil {
+						r.stopped = err
+						return
+					}
+				}
 				r.lat.record(time.Since(began))
 				r.commands++
 				r.numbers += uint64(len(res.Numbers))

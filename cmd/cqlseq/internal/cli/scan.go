@@ -54,13 +54,19 @@ type scanResult struct {
 func (r *scanResult) ok() bool { return r.Problems == 0 }
 
 func (r *scanResult) add(kind, format string, a ...any) {
-	r.Problems++
-	if r.ByKind == nil {
-		r.ByKind = map[string]uint64{}
+	addFinding(&r.Problems, &r.ByKind, &r.Listed, kind, fmt.Sprintf(format, a...))
+}
+
+// addFinding counts a finding of kind and keeps the first maxListed of
+// each kind.
+func addFinding(problems *uint64, byKind *map[string]uint64, listed *[]finding, kind, text string) {
+	*problems++
+	if *byKind == nil {
+		*byKind = map[string]uint64{}
 	}
-	r.ByKind[kind]++
-	if r.ByKind[kind] <= maxListed {
-		r.Listed = append(r.Listed, finding{Kind: kind, Text: fmt.Sprintf(format, a...)})
+	(*byKind)[kind]++
+	if (*byKind)[kind] <= maxListed {
+		*listed = append(*listed, finding{Kind: kind, Text: text})
 	}
 }
 

@@ -16,6 +16,7 @@ type verifyFlags struct {
 	app        uint32
 	partitions []uint
 	jsonFile   string
+	acks       string
 }
 
 func newVerifyCmd(e *env) *cobra.Command {
@@ -51,6 +52,7 @@ use.`,
 	fs.Uint32Var(&f.app, "app", 1, "cluster application ID of the stored numbers (PLog keys carry none)")
 	fs.UintSliceVar(&f.partitions, "partition", []uint{0}, "partitions to verify (repeat or comma-separate)")
 	fs.StringVar(&f.jsonFile, "json", "", "write the findings as JSON to this file")
+	fs.StringVar(&f.acks, "acks", "", "also check an ack log written by bench --ack-log: every acknowledged event in the PLog at its offset with exactly its numbers, no number acknowledged twice or going back")
 	return cmd
 }
 
@@ -78,6 +80,7 @@ type verifyJSON struct {
 	App        uint32            `json:"app"`
 	OK         bool              `json:"ok"`
 	Partitions []verifyPartition `json:"partitions"`
+	Acks       *ackResult        `json:"acks,omitempty"`
 }
 
 type verifyPartition struct {
@@ -138,6 +141,15 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 			Tail: r.Tail, Workspaces: r.Workspaces, Keys: r.Keys, Numbers: r.Numbers, Problems: r.Problems,
 			ByKind: r.ByKind, Listed: r.Listed,
 		})
+	}
+	if f.acks != "" {
+		ar, err := verifyAcks(ctx, e, store.st, f.acks)
+		if err != nil {
+			return err
+		}
+		problems += ar.Problems
+		out.OK = out.OK && ar.Problems == 0
+		out.Acks = ar
 	}
 	if jsonOut != nil {
 		if err := jsonOut.write(&out); err != nil {
