@@ -218,6 +218,30 @@ func (w *worker) snapshot() ([]call, []appparttest.Acked) {
 	return append([]call(nil), w.mu.calls...), append([]appparttest.Acked(nil), w.mu.acked...)
 }
 
+// waitAcks fails the test unless w acknowledges n more commands within
+// limit; the failure names the classes of w's calls since the wait began
+// and the last error, so that a stuck partition says why.
+func (w *worker) waitAcks(t *testing.T, n int, limit time.Duration, what string) {
+	t.Helper()
+	since := time.Now()
+	select {
+	case <-w.acks(n):
+	case <-time.After(limit):
+		calls, _ := w.snapshot()
+		var recent []call
+		var last error
+		for _, c := range calls {
+			if c.began.After(since) {
+				recent = append(recent, c)
+				if c.err != nil {
+					last = c.err
+				}
+			}
+		}
+		t.Fatalf("no %s within %v: calls %v, last error: %v", what, limit, errorClasses(recent), last)
+	}
+}
+
 // wait fails the test unless ch is closed within limit.
 func wait(t *testing.T, ch <-chan struct{}, limit time.Duration, what string) {
 	t.Helper()

@@ -241,7 +241,7 @@ func leaseSurvives(t *testing.T, n *node) {
 
 	// The driver reconnects to a host it saw go down on its own schedule:
 	// seconds on a quiet machine, tens of seconds on a busy one.
-	wait(t, w.acks(30), 90*time.Second, "30 commands acknowledged after the restart")
+	w.waitAcks(t, 30, 90*time.Second, "30 commands acknowledged after the restart")
 	resumed := time.Now()
 	renewed := nextEvent(t, events, elections.EventRenewed, back, 2*l.Timing().RenewEvery)
 	require.NoError(t, l.Ctx.Err(), "the leadership carries on")
