@@ -6,8 +6,7 @@
 //	                                   \-> write failed  -> Actualize
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
-// state, a plog.Writer as the event log. New takes any EventLog and
-// ISeqStorage. A partition opened in fenced mode, or with
+// state, a plog.Writer as the event log. A partition opened in fenced mode, or with
 // OpenOptions.GroupWrites, writes the events of the commands in flight in
 // groups instead (the committer, groupflow.go; takeover.go takes a fenced
 // partition over): each command still gets its own event's outcome.
@@ -45,7 +44,7 @@ var (
 	ErrWrite = errors.New("apppart: event write failed")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("apppart: closed")
-	// ErrInvalidOptions wraps every problem New or Open finds in its
+	// ErrInvalidOptions wraps every problem Open finds in its
 	// options.
 	ErrInvalidOptions = errors.New("apppart: invalid options")
 	// ErrStopped: an event write found an event or a record already stored
@@ -58,24 +57,6 @@ var (
 	// the partition takes no command until it is reopened under a new lease.
 	ErrNotLeader = errors.New("apppart: lease expired, not the partition's owner")
 )
-
-// Event is what a command appends to the partition's event log: the
-// workspace and the numbers the command took.
-type Event struct {
-	Offset  isequencer.PLogOffset
-	WSKind  isequencer.WSKind
-	WSID    isequencer.WSID
-	Numbers []isequencer.SeqValue
-	Payload []byte
-}
-
-// EventLog appends events to a partition's log. Append must either store
-// the event durably at e.Offset or return an error; it must never replace
-// an event already stored at that offset unless the log's write mode says
-// so. e and its slices are valid only during the call.
-type EventLog interface {
-	Append(ctx context.Context, e *Event) error
-}
 
 // Command asks for one number of each SeqID in Seqs (repeats allowed) in
 // one workspace, and carries an opaque payload for the event.
@@ -93,86 +74,24 @@ type Result struct {
 	Numbers []isequencer.Number
 }
 
-// Options configure a Partition.
-type Options struct {
-	// Sequencer configures the partition's sequencer; SeqTypes and
-	// SeqStorage are required.
-	Sequencer isequencer.Params
-	// Log is the partition's event log. Required.
-	Log EventLog
-	// WriteTimeout bounds one event write. Default 5 s.
-	WriteTimeout time.Duration
-	// Logger receives write failures. Default slog.Default().
-	Logger *slog.Logger
-}
-
-// EnsureDefaults sets zero fields to their defaults.
-func (o *Options) EnsureDefaults() {
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = 5 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Sequencer.Logger == nil {
-		o.Sequencer.Logger = o.Logger
-	}
-	o.Sequencer.EnsureDefaults()
-}
-
-// Validate reports every problem of o at once.
-func (o *Options) Validate() error {
-	var errs []error
-	if o.Log == nil {
-		errs = append(errs, fmt.Errorf("%w: Log is nil", ErrInvalidOptions))
-	}
-	if o.WriteTimeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: WriteTimeout %v, must be >= 0", ErrInvalidOptions, o.WriteTimeout))
-	}
-	if o.Sequencer.GroupCommit {
-		errs = append(errs, fmt.Errorf("%w: Sequencer.GroupCommit: Do writes each event before Flush and never calls Durable", ErrInvalidOptions))
-	}
-	if err := o.Sequencer.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidOptions, err))
-	}
-	return errors.Join(errs...)
-}
-
 // Partition serialises the commands of one partition. Do is safe for
 // concurrent use; commands run one at a time.
 type Partition struct {
-	o       Options
+	seqTypes     map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number
+	shape        eventShape
+	writeTimeout time.Duration
+	logger       *slog.Logger
+
 	mu      sync.Mutex
 	seq     isequencer.ISequencer
 	cleanup func()
 	closed  bool
 	stopped error // the conflict that stopped the partition
-	ev      Event
+	ev      plog.Event
 
-	// Set by Open.
 	ss    *seqstorage.Storage
-	w     *plog.Writer
-	log   *plogLog   // event conversion (and the writer, unfenced)
-	group *committer // fenced mode and OpenOptions.GroupWrites only
-}
-
-// New validates o and starts the partition's sequencer, which actualizes
-// first: Do returns ErrBusy until it is done.
-func New(o Options) (*Partition, error) {
-	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	return start(o)
-}
-
-// start starts the sequencer of validated options.
-func start(o Options) (*Partition, error) {
-	seq, cleanup, err := isequencer.New(&o.Sequencer)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-	}
-	return &Partition{o: o, seq: seq, cleanup: cleanup}, nil
+	w     *plog.Writer // the trust modes without GroupWrites only
+	group *committer   // fenced mode and OpenOptions.GroupWrites only
 }
 
 // Do runs one command. On success the command's event is durable at
@@ -204,7 +123,6 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if !ok {
 		return Result{}, ErrBusy
 	}
-	p.ev = Event{Offset: off, WSKind: cmd.WSKind, WSID: cmd.WSID, Numbers: p.ev.Numbers[:0], Payload: cmd.Payload}
 	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
 	for _, id := range cmd.Seqs {
 		n, err := p.seq.Next(id)
@@ -215,10 +133,10 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
 		}
 		nums = append(nums, n)
-		p.ev.Numbers = append(p.ev.Numbers, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: cmd.WSID, SeqID: id}, Value: n})
 	}
-	wctx, cancel := context.WithTimeout(ctx, p.o.WriteTimeout)
-	err := p.o.Log.Append(wctx, &p.ev)
+	p.shape.fill(&p.ev, off, cmd, nums, cmd.Payload)
+	wctx, cancel := context.WithTimeout(ctx, p.writeTimeout)
+	err := p.w.Write(wctx, &p.ev)
 	cancel()
 	if err != nil {
 		// The event may or may not be stored: actualization re-reads the
@@ -227,11 +145,11 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 		p.seq.Actualize()
 		if errors.Is(err, plog.ErrConflict) {
 			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
-			p.o.Logger.Error("apppart: event log conflict, partition stopped",
+			p.logger.Error("apppart: event log conflict, partition stopped",
 				"plog_offset", off, "wsid", cmd.WSID, "err", err)
 			return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, p.stopped)
 		}
-		p.o.Logger.Warn("apppart: event write failed, actualizing",
+		p.logger.Warn("apppart: event write failed, actualizing",
 			"plog_offset", off, "wsid", cmd.WSID, "err", err)
 		return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, err)
 	}
@@ -243,7 +161,7 @@ func (p *Partition) check(cmd Command) error {
 	if cmd.WSID == 0 {
 		return fmt.Errorf("%w: WSID 0", ErrInvalidCommand)
 	}
-	seqs, ok := p.o.Sequencer.SeqTypes[cmd.WSKind]
+	seqs, ok := p.seqTypes[cmd.WSKind]
 	if !ok {
 		return fmt.Errorf("%w: unknown WSKind %d", ErrInvalidCommand, cmd.WSKind)
 	}
@@ -256,7 +174,7 @@ func (p *Partition) check(cmd Command) error {
 }
 
 // Close stops the sequencer. Values not yet flushed are recovered from the
-// event log by the next New or Open. Close waits for a command in progress.
+// event log by the next Open. Close waits for a command in progress.
 // It does not close the storages.
 func (p *Partition) Close() error {
 	if p.group != nil {

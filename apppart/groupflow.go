@@ -302,11 +302,11 @@ func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset) er
 		if p.stopped == nil {
 			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
 		}
-		p.o.Logger.Error("apppart: group write refused, partition stopped",
+		p.logger.Error("apppart: group write refused, partition stopped",
 			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
 		werr = fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, p.stopped)
 	} else {
-		p.o.Logger.Warn("apppart: group write failed, actualizing",
+		p.logger.Warn("apppart: group write failed, actualizing",
 			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
 		werr = fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, err)
 	}
@@ -355,7 +355,6 @@ func (p *Partition) doGroup(ctx context.Context, cmd Command) (Result, error) {
 		return Result{}, ErrBusy
 	}
 	x := &pending{done: make(chan struct{})}
-	var numbers []isequencer.SeqValue
 	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
 	var nextErr error
 	for _, id := range cmd.Seqs {
@@ -368,13 +367,12 @@ func (p *Partition) doGroup(ctx context.Context, cmd Command) (Result, error) {
 			break
 		}
 		nums = append(nums, n)
-		numbers = append(numbers, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: cmd.WSID, SeqID: id}, Value: n})
 	}
 	payload := cmd.Payload
 	if nextErr != nil {
 		payload = nil
 	}
-	p.log.convert(&Event{Offset: off, WSKind: cmd.WSKind, WSID: cmd.WSID, Numbers: numbers, Payload: payload}, &x.ev)
+	p.shape.fill(&x.ev, off, cmd, nums, payload)
 	p.seq.Flush()
 	err := c.enqueue(x)
 	p.mu.Unlock()
