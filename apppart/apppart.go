@@ -6,10 +6,13 @@
 //	                                   \-> write failed  -> Actualize
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
-// state, a plog.Writer as the event log. A partition opened in fenced mode, or with
-// OpenOptions.GroupWrites, writes the events of the commands in flight in
-// groups instead (the committer, groupflow.go; takeover.go takes a fenced
-// partition over): each command still gets its own event's outcome.
+// state, a plog.Writer as the event log. Do hands each command to the
+// partition's flow: in the trust modes the serial flow (serialflow.go), one
+// command and one event write at a time; in fenced mode, or with
+// OpenOptions.GroupWrites, the group-commit flow (the committer,
+// groupflow.go), which writes the events of the commands in flight in
+// groups: each command still gets its own event's outcome. takeover.go
+// takes a fenced partition over.
 //
 // Fencing: apppart holds the takeover and the group flow. In
 // plog.ModeFenced, Open takes the partition over (a new epoch from
@@ -28,7 +31,6 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
-	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/seqstorage"
 )
 
@@ -87,11 +89,25 @@ type Partition struct {
 	cleanup func()
 	closed  bool
 	stopped error // the conflict that stopped the partition
-	ev      plog.Event
 
-	ss    *seqstorage.Storage
-	w     *plog.Writer // the trust modes without GroupWrites only
-	group *committer   // fenced mode and OpenOptions.GroupWrites only
+	flow flow
+	ss   *seqstorage.Storage
+}
+
+// flow is how a partition runs a checked command and writes its event:
+// serialFlow (the trust modes) or the committer (fenced mode and
+// OpenOptions.GroupWrites).
+type flow interface {
+	// do runs cmd, which passed Partition.check, on p.
+	do(ctx context.Context, p *Partition, cmd Command) (Result, error)
+	// stop stops the flow's goroutines, if any, and fails the commands
+	// waiting in it. Partition.Close calls it before taking p.mu.
+	stop()
+	// epoch is the partition's ownership epoch in fenced mode, else 0.
+	epoch() uint64
+	// groupStats returns the group writes that stored events and their
+	// events; 0, 0 for a flow that does not write in groups.
+	groupStats() (groups, events int)
 }
 
 // Do runs one command. On success the command's event is durable at
@@ -108,53 +124,7 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if p.group != nil {
-		return p.doGroup(ctx, cmd)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return Result{}, ErrClosed
-	}
-	if p.stopped != nil {
-		return Result{}, p.stopped
-	}
-	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
-	if !ok {
-		return Result{}, ErrBusy
-	}
-	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
-	for _, id := range cmd.Seqs {
-		n, err := p.seq.Next(id)
-		if err != nil {
-			// The transaction took numbers that no event will carry:
-			// cancel it and rebuild from storage.
-			p.seq.Actualize()
-			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
-		}
-		nums = append(nums, n)
-	}
-	p.shape.fill(&p.ev, off, cmd, nums, cmd.Payload)
-	wctx, cancel := context.WithTimeout(ctx, p.writeTimeout)
-	err := p.w.Write(wctx, &p.ev)
-	cancel()
-	if err != nil {
-		// The event may or may not be stored: actualization re-reads the
-		// PLog from the last flushed offset, so its numbers are used again
-		// only if it is not.
-		p.seq.Actualize()
-		if errors.Is(err, plog.ErrConflict) {
-			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
-			p.logger.Error("apppart: event log conflict, partition stopped",
-				"plog_offset", off, "wsid", cmd.WSID, "err", err)
-			return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, p.stopped)
-		}
-		p.logger.Warn("apppart: event write failed, actualizing",
-			"plog_offset", off, "wsid", cmd.WSID, "err", err)
-		return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, err)
-	}
-	p.seq.Flush()
-	return Result{Offset: off, Numbers: nums}, nil
+	return p.flow.do(ctx, p, cmd)
 }
 
 func (p *Partition) check(cmd Command) error {
@@ -177,10 +147,8 @@ func (p *Partition) check(cmd Command) error {
 // event log by the next Open. Close waits for a command in progress.
 // It does not close the storages.
 func (p *Partition) Close() error {
-	if p.group != nil {
-		// Cancelled and waited for outside p.mu: its failure path takes it.
-		p.group.close()
-	}
+	// Stopped outside p.mu: the committer's failure path takes it.
+	p.flow.stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

@@ -205,14 +205,14 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		seq: seq, cleanup: cleanup, ss: ss,
 	}
 	if !grouped {
-		p.w = w
+		p.flow = &serialFlow{w: w}
 		return p, nil
 	}
 	var log groupLog = trustLog{w}
 	if fenced {
 		log = fencedLog{fw}
 	}
-	if p.group, err = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, o.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
+	if p.flow, err = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, o.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
 		p.cleanup()
 		return nil, err
 	}
@@ -221,19 +221,13 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 
 // Epoch returns the partition's ownership epoch in fenced mode, else 0.
 func (p *Partition) Epoch() uint64 {
-	if p.group == nil {
-		return 0
-	}
-	return p.group.epoch
+	return p.flow.epoch()
 }
 
 // GroupStats returns, for a partition that writes in groups, the number of
 // group writes that stored events and the events they stored.
 func (p *Partition) GroupStats() (groups, events int) {
-	if p.group == nil {
-		return 0, 0
-	}
-	return p.group.groupStats()
+	return p.flow.groupStats()
 }
 
 // SeqStorage returns the sequencer storage Open built, or nil for a
@@ -242,7 +236,12 @@ func (p *Partition) SeqStorage() *seqstorage.Storage { return p.ss }
 
 // Writer returns the event log writer Open built, or nil for a partition
 // built by New.
-func (p *Partition) Writer() *plog.Writer { return p.w }
+func (p *Partition) Writer() *plog.Writer {
+	if f, ok := p.flow.(*serialFlow); ok {
+		return f.w
+	}
+	return nil
+}
 
 // eventShape turns a command's numbers into a plog.Event: the largest
 // number per SeqID, the record IDs, the WLog offset.
