@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
-	"github.com/cqlseq/cqlseq/seqstorage"
 )
 
 var (
@@ -91,7 +90,6 @@ type Partition struct {
 	stopped error // the conflict that stopped the partition
 
 	flow flow
-	ss   *seqstorage.Storage
 }
 
 // flow is how a partition runs a checked command and writes its event:

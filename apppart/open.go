@@ -202,7 +202,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		writeTimeout: o.WriteTimeout, logger: o.Logger,
-		seq: seq, cleanup: cleanup, ss: ss,
+		seq: seq, cleanup: cleanup,
 	}
 	if !grouped {
 		p.flow = &serialFlow{w: w}
@@ -228,19 +228,6 @@ func (p *Partition) Epoch() uint64 {
 // group writes that stored events and the events they stored.
 func (p *Partition) GroupStats() (groups, events int) {
 	return p.flow.groupStats()
-}
-
-// SeqStorage returns the sequencer storage Open built, or nil for a
-// partition built by New.
-func (p *Partition) SeqStorage() *seqstorage.Storage { return p.ss }
-
-// Writer returns the event log writer Open built, or nil for a partition
-// built by New.
-func (p *Partition) Writer() *plog.Writer {
-	if f, ok := p.flow.(*serialFlow); ok {
-		return f.w
-	}
-	return nil
 }
 
 // eventShape turns a command's numbers into a plog.Event: the largest
