@@ -89,7 +89,8 @@ type Partition struct {
 	closed  bool
 	stopped error // the conflict that stopped the partition
 
-	flow flow
+	flow        flow
+	cancelCalls func() // the sequencer storage's CancelCalls
 }
 
 // flow is how a partition runs a checked command and writes its event:
@@ -141,13 +142,29 @@ func (p *Partition) check(cmd Command) error {
 	return nil
 }
 
+// closeGrace is how long Close waits for the partition's lock (a command in
+// progress, the committer's failure path) before it cancels the sequencer
+// storage's calls in flight.
+const closeGrace = 500 * time.Millisecond
+
 // Close stops the sequencer. Values not yet flushed are recovered from the
-// event log by the next Open. Close waits for a command in progress.
-// It does not close the storages.
+// event log by the next Open. Close waits for a command in progress; if
+// that takes longer than closeGrace (a command waiting on a numbers read
+// that does not return), it cancels the sequencer storage's calls in
+// flight, which fails the command, rather than waiting out the storage
+// timeout. It does not close the storages.
 func (p *Partition) Close() error {
+	// Do holds p.mu across a numbers read (a cache miss in Next), and the
+	// committer's failure path takes p.mu. Cancelling is safe at any
+	// time: a cancelled read fails its command, and a cancelled write
+	// leaves values unflushed, which the next Open replays from the event
+	// log, as for any value cleanup drops. Without a stuck call the lock
+	// comes first and cleanup lets the last flush finish.
+	cancelStuck := time.AfterFunc(closeGrace, p.cancelCalls)
 	// Stopped outside p.mu: the committer's failure path takes it.
 	p.flow.stop()
 	p.mu.Lock()
+	cancelStuck.Stop()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil

@@ -136,3 +136,46 @@ func TestRestartContinues(t *testing.T) {
 	assert.Equal(t, last.Offset+1, r.Offset)
 	assert.Greater(t, r.Numbers[0], last.Numbers[0])
 }
+
+// TestCloseCancelsHungNumbersRead: Close does not wait out the storage
+// timeout while a command holds the partition waiting on a numbers read
+// that never returns.
+func TestCloseCancelsHungNumbersRead(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "serial", true: "grouped"}[grouped], func(t *testing.T) {
+			const hang = 30 * time.Second
+			inner := mem.New(mem.Options{})
+			defer inner.Close()
+			st, err := faulty.New(inner, faulty.Options{})
+			require.NoError(t, err)
+			p, err := Open(context.Background(), OpenOptions{
+				Storage: st, App: testApp, Partition: testPart, GroupWrites: grouped,
+				SeqTypes:       map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100}},
+				Sequencer:      isequencer.Params{RetryDelay: time.Millisecond},
+				StorageTimeout: hang,
+				Logger:         quiet(),
+			})
+			require.NoError(t, err)
+			_, err = do(t, p, Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
+			require.NoError(t, err)
+
+			// WSID 2 is not cached: Do reads its numbers, and the read hangs.
+			require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpRead}, Action: faulty.Timeout}))
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Do(context.Background(), Command{WSKind: kind, WSID: 2, Seqs: []isequencer.SeqID{seqRec}})
+				done <- err
+			}()
+			require.Eventually(t, func() bool { return st.InjectedOn(faulty.OpRead) > 0 }, 10*time.Second, time.Millisecond)
+
+			start := time.Now()
+			require.NoError(t, p.Close())
+			took := time.Since(start)
+			err = <-done
+			require.Error(t, err)
+			assert.Less(t, took, hang/3, "Close waited for the hung read")
+			_, err = p.Do(context.Background(), Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
+			require.ErrorIs(t, err, ErrClosed)
+		})
+	}
+}

@@ -202,7 +202,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		writeTimeout: o.WriteTimeout, logger: o.Logger,
-		seq: seq, cleanup: cleanup,
+		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
 	}
 	if !grouped {
 		p.flow = &serialFlow{w: w}
