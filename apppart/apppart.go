@@ -6,11 +6,13 @@
 //	                                   \-> write failed  -> Actualize
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
-// state, a plog.Writer as the event log. New takes any EventLog and
-// ISeqStorage. A partition opened in fenced mode, or with
-// OpenOptions.GroupWrites, writes the events of the commands in flight in
-// groups instead (the committer, groupflow.go; takeover.go takes a fenced
-// partition over): each command still gets its own event's outcome.
+// state, a plog.Writer as the event log. Do hands each command to the
+// partition's flow: in the trust modes the serial flow (serialflow.go), one
+// command and one event write at a time; in fenced mode, or with
+// OpenOptions.GroupWrites, the group-commit flow (the committer,
+// groupflow.go), which writes the events of the commands in flight in
+// groups: each command still gets its own event's outcome. takeover.go
+// takes a fenced partition over.
 //
 // Fencing: apppart holds the takeover and the group flow. In
 // plog.ModeFenced, Open takes the partition over (a new epoch from
@@ -29,8 +31,6 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
-	"github.com/cqlseq/cqlseq/plog"
-	"github.com/cqlseq/cqlseq/seqstorage"
 )
 
 var (
@@ -45,7 +45,7 @@ var (
 	ErrWrite = errors.New("apppart: event write failed")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("apppart: closed")
-	// ErrInvalidOptions wraps every problem New or Open finds in its
+	// ErrInvalidOptions wraps every problem Open finds in its
 	// options.
 	ErrInvalidOptions = errors.New("apppart: invalid options")
 	// ErrStopped: an event write found an event or a record already stored
@@ -58,24 +58,6 @@ var (
 	// the partition takes no command until it is reopened under a new lease.
 	ErrNotLeader = errors.New("apppart: lease expired, not the partition's owner")
 )
-
-// Event is what a command appends to the partition's event log: the
-// workspace and the numbers the command took.
-type Event struct {
-	Offset  isequencer.PLogOffset
-	WSKind  isequencer.WSKind
-	WSID    isequencer.WSID
-	Numbers []isequencer.SeqValue
-	Payload []byte
-}
-
-// EventLog appends events to a partition's log. Append must either store
-// the event durably at e.Offset or return an error; it must never replace
-// an event already stored at that offset unless the log's write mode says
-// so. e and its slices are valid only during the call.
-type EventLog interface {
-	Append(ctx context.Context, e *Event) error
-}
 
 // Command asks for one number of each SeqID in Seqs (repeats allowed) in
 // one workspace, and carries an opaque payload for the event.
@@ -93,86 +75,38 @@ type Result struct {
 	Numbers []isequencer.Number
 }
 
-// Options configure a Partition.
-type Options struct {
-	// Sequencer configures the partition's sequencer; SeqTypes and
-	// SeqStorage are required.
-	Sequencer isequencer.Params
-	// Log is the partition's event log. Required.
-	Log EventLog
-	// WriteTimeout bounds one event write. Default 5 s.
-	WriteTimeout time.Duration
-	// Logger receives write failures. Default slog.Default().
-	Logger *slog.Logger
-}
-
-// EnsureDefaults sets zero fields to their defaults.
-func (o *Options) EnsureDefaults() {
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = 5 * time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.Sequencer.Logger == nil {
-		o.Sequencer.Logger = o.Logger
-	}
-	o.Sequencer.EnsureDefaults()
-}
-
-// Validate reports every problem of o at once.
-func (o *Options) Validate() error {
-	var errs []error
-	if o.Log == nil {
-		errs = append(errs, fmt.Errorf("%w: Log is nil", ErrInvalidOptions))
-	}
-	if o.WriteTimeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: WriteTimeout %v, must be >= 0", ErrInvalidOptions, o.WriteTimeout))
-	}
-	if o.Sequencer.GroupCommit {
-		errs = append(errs, fmt.Errorf("%w: Sequencer.GroupCommit: Do writes each event before Flush and never calls Durable", ErrInvalidOptions))
-	}
-	if err := o.Sequencer.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidOptions, err))
-	}
-	return errors.Join(errs...)
-}
-
 // Partition serialises the commands of one partition. Do is safe for
 // concurrent use; commands run one at a time.
 type Partition struct {
-	o       Options
+	seqTypes     map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number
+	shape        eventShape
+	writeTimeout time.Duration
+	logger       *slog.Logger
+
 	mu      sync.Mutex
 	seq     isequencer.ISequencer
 	cleanup func()
 	closed  bool
 	stopped error // the conflict that stopped the partition
-	ev      Event
 
-	// Set by Open.
-	ss    *seqstorage.Storage
-	w     *plog.Writer
-	log   *plogLog   // event conversion (and the writer, unfenced)
-	group *committer // fenced mode and OpenOptions.GroupWrites only
+	flow        flow
+	cancelCalls func() // the sequencer storage's CancelCalls
 }
 
-// New validates o and starts the partition's sequencer, which actualizes
-// first: Do returns ErrBusy until it is done.
-func New(o Options) (*Partition, error) {
-	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	return start(o)
-}
-
-// start starts the sequencer of validated options.
-func start(o Options) (*Partition, error) {
-	seq, cleanup, err := isequencer.New(&o.Sequencer)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-	}
-	return &Partition{o: o, seq: seq, cleanup: cleanup}, nil
+// flow is how a partition runs a checked command and writes its event:
+// serialFlow (the trust modes) or the committer (fenced mode and
+// OpenOptions.GroupWrites).
+type flow interface {
+	// do runs cmd, which passed Partition.check, on p.
+	do(ctx context.Context, p *Partition, cmd Command) (Result, error)
+	// stop stops the flow's goroutines, if any, and fails the commands
+	// waiting in it. Partition.Close calls it before taking p.mu.
+	stop()
+	// epoch is the partition's ownership epoch in fenced mode, else 0.
+	epoch() uint64
+	// groupStats returns the group writes that stored events and their
+	// events; 0, 0 for a flow that does not write in groups.
+	groupStats() (groups, events int)
 }
 
 // Do runs one command. On success the command's event is durable at
@@ -189,61 +123,14 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	if p.group != nil {
-		return p.doGroup(ctx, cmd)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return Result{}, ErrClosed
-	}
-	if p.stopped != nil {
-		return Result{}, p.stopped
-	}
-	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
-	if !ok {
-		return Result{}, ErrBusy
-	}
-	p.ev = Event{Offset: off, WSKind: cmd.WSKind, WSID: cmd.WSID, Numbers: p.ev.Numbers[:0], Payload: cmd.Payload}
-	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
-	for _, id := range cmd.Seqs {
-		n, err := p.seq.Next(id)
-		if err != nil {
-			// The transaction took numbers that no event will carry:
-			// cancel it and rebuild from storage.
-			p.seq.Actualize()
-			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
-		}
-		nums = append(nums, n)
-		p.ev.Numbers = append(p.ev.Numbers, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: cmd.WSID, SeqID: id}, Value: n})
-	}
-	wctx, cancel := context.WithTimeout(ctx, p.o.WriteTimeout)
-	err := p.o.Log.Append(wctx, &p.ev)
-	cancel()
-	if err != nil {
-		// The event may or may not be stored: actualization re-reads the
-		// PLog from the last flushed offset, so its numbers are used again
-		// only if it is not.
-		p.seq.Actualize()
-		if errors.Is(err, plog.ErrConflict) {
-			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
-			p.o.Logger.Error("apppart: event log conflict, partition stopped",
-				"plog_offset", off, "wsid", cmd.WSID, "err", err)
-			return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, p.stopped)
-		}
-		p.o.Logger.Warn("apppart: event write failed, actualizing",
-			"plog_offset", off, "wsid", cmd.WSID, "err", err)
-		return Result{}, fmt.Errorf("%w at PLog offset %d: %w", ErrWrite, off, err)
-	}
-	p.seq.Flush()
-	return Result{Offset: off, Numbers: nums}, nil
+	return p.flow.do(ctx, p, cmd)
 }
 
 func (p *Partition) check(cmd Command) error {
 	if cmd.WSID == 0 {
 		return fmt.Errorf("%w: WSID 0", ErrInvalidCommand)
 	}
-	seqs, ok := p.o.Sequencer.SeqTypes[cmd.WSKind]
+	seqs, ok := p.seqTypes[cmd.WSKind]
 	if !ok {
 		return fmt.Errorf("%w: unknown WSKind %d", ErrInvalidCommand, cmd.WSKind)
 	}
@@ -255,15 +142,29 @@ func (p *Partition) check(cmd Command) error {
 	return nil
 }
 
+// closeGrace is how long Close waits for the partition's lock (a command in
+// progress, the committer's failure path) before it cancels the sequencer
+// storage's calls in flight.
+const closeGrace = 500 * time.Millisecond
+
 // Close stops the sequencer. Values not yet flushed are recovered from the
-// event log by the next New or Open. Close waits for a command in progress.
-// It does not close the storages.
+// event log by the next Open. Close waits for a command in progress; if
+// that takes longer than closeGrace (a command waiting on a numbers read
+// that does not return), it cancels the sequencer storage's calls in
+// flight, which fails the command, rather than waiting out the storage
+// timeout. It does not close the storages.
 func (p *Partition) Close() error {
-	if p.group != nil {
-		// Cancelled and waited for outside p.mu: its failure path takes it.
-		p.group.close()
-	}
+	// Do holds p.mu across a numbers read (a cache miss in Next), and the
+	// committer's failure path takes p.mu. Cancelling is safe at any
+	// time: a cancelled read fails its command, and a cancelled write
+	// leaves values unflushed, which the next Open replays from the event
+	// log, as for any value cleanup drops. Without a stuck call the lock
+	// comes first and cleanup lets the last flush finish.
+	cancelStuck := time.AfterFunc(closeGrace, p.cancelCalls)
+	// Stopped outside p.mu: the committer's failure path takes it.
+	p.flow.stop()
 	p.mu.Lock()
+	cancelStuck.Stop()
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil

@@ -3,10 +3,6 @@ package apppart
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,86 +11,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
+	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// memLog is an EventLog and the ISeqStorage that replays it: the minimum a
-// partition needs, in memory.
-type memLog struct {
-	mu        sync.Mutex
-	events    map[isequencer.PLogOffset]Event
-	numbers   map[isequencer.NumberKey]isequencer.Number
-	next      isequencer.PLogOffset
-	failWrite error
-}
-
-func newMemLog() *memLog {
-	return &memLog{events: map[isequencer.PLogOffset]Event{}, numbers: map[isequencer.NumberKey]isequencer.Number{}}
-}
-
-func (m *memLog) Append(_ context.Context, e *Event) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.failWrite != nil {
-		return m.failWrite
-	}
-	if _, ok := m.events[e.Offset]; ok {
-		return errors.New("memLog: offset taken")
-	}
-	c := *e
-	c.Numbers = slices.Clone(e.Numbers)
-	m.events[e.Offset] = c
-	return nil
-}
-
-func (m *memLog) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]isequencer.Number, len(ids))
-	for i, id := range ids {
-		out[i] = m.numbers[isequencer.NumberKey{WSID: ws, SeqID: id}]
-	}
-	return out, nil
-}
-
-func (m *memLog) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.next, nil
-}
-
-func (m *memLog) WriteValuesAndNextPLogOffset(b []isequencer.SeqValue, next isequencer.PLogOffset) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, v := range b {
-		m.numbers[v.Key] = v.Value
-	}
-	m.next = next
-	return nil
-}
-
-func (m *memLog) ActualizeSequencesFromPLog(ctx context.Context, from isequencer.PLogOffset, cb func([]isequencer.SeqValue, isequencer.PLogOffset) error) error {
-	m.mu.Lock()
-	var offs []isequencer.PLogOffset
-	for o := range m.events {
-		if o >= from {
-			offs = append(offs, o)
-		}
-	}
-	slices.Sort(offs)
-	evs := make([]Event, len(offs))
-	for i, o := range offs {
-		evs[i] = m.events[o]
-	}
-	m.mu.Unlock()
-	for _, e := range evs {
-		if err := cb(e.Numbers, e.Offset); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
 
 const (
 	kind   isequencer.WSKind = 1
@@ -102,23 +25,31 @@ const (
 	seqLog isequencer.SeqID  = 2
 )
 
-func newPartition(t *testing.T, log *memLog) *Partition {
+// newPartition opens a trust-mode partition over st with two plain
+// sequences (no record IDs, no WLog offset).
+func newPartition(t *testing.T, st storage.Storage) *Partition {
 	t.Helper()
-	p, err := New(Options{
-		Sequencer: isequencer.Params{
-			SeqTypes:   map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100, seqLog: 1}},
-			SeqStorage: log,
-			RetryDelay: time.Millisecond,
-		},
-		Log:    log,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	return open(t, OpenOptions{
+		Storage: st, App: testApp, Partition: testPart,
+		SeqTypes:  map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100, seqLog: 1}},
+		Sequencer: isequencer.Params{RetryDelay: time.Millisecond},
+		Logger:    quiet(),
 	})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = p.Close() })
-	return p
 }
 
-// do retries ErrBusy, which New's actualization returns first.
+// readEvent returns the event stored at off, if any.
+func readEvent(t *testing.T, st storage.Storage, off isequencer.PLogOffset) (plog.Event, bool) {
+	t.Helper()
+	v, ok, err := st.Get(context.Background(), plog.EventPKey(testPart, off), plog.EventCCols(off))
+	require.NoError(t, err)
+	var e plog.Event
+	if ok {
+		require.NoError(t, plog.Decode(testPart, off, v, &e))
+	}
+	return e, ok
+}
+
+// do retries ErrBusy, which Open's actualization returns first.
 func do(t testing.TB, p *Partition, cmd Command) (Result, error) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -132,20 +63,24 @@ func do(t testing.TB, p *Partition, cmd Command) (Result, error) {
 }
 
 func TestDoWritesEventAtOffset(t *testing.T) {
-	log := newMemLog()
-	p := newPartition(t, log)
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	p := newPartition(t, st)
 	r, err := do(t, p, Command{WSKind: kind, WSID: 9, Seqs: []isequencer.SeqID{seqRec, seqRec, seqLog}, Payload: []byte("x")})
 	require.NoError(t, err)
 	assert.Equal(t, isequencer.PLogOffset(1), r.Offset)
 	assert.Equal(t, []isequencer.Number{100, 101, 1}, r.Numbers)
-	ev := log.events[1]
+	ev, ok := readEvent(t, st, 1)
+	require.True(t, ok)
 	assert.Equal(t, isequencer.WSID(9), ev.WSID)
 	assert.Equal(t, []byte("x"), ev.Payload)
-	assert.Len(t, ev.Numbers, 3)
+	assert.Equal(t, []plog.SeqNumber{{SeqID: seqRec, Number: 101}, {SeqID: seqLog, Number: 1}}, ev.Numbers)
 }
 
 func TestDoRefusesInvalidCommands(t *testing.T) {
-	p := newPartition(t, newMemLog())
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	p := newPartition(t, st)
 	for name, cmd := range map[string]Command{
 		"WSID 0":       {WSKind: kind, WSID: 0},
 		"unknown kind": {WSKind: 7, WSID: 1},
@@ -159,20 +94,22 @@ func TestDoRefusesInvalidCommands(t *testing.T) {
 }
 
 func TestFailedWriteVoidsNumbersAndActualizes(t *testing.T) {
-	log := newMemLog()
-	p := newPartition(t, log)
+	inner := mem.New(mem.Options{})
+	defer inner.Close()
+	st, err := faulty.New(inner, faulty.Options{})
+	require.NoError(t, err)
+	p := newPartition(t, st)
 	cmd := Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}}
 	r1, err := do(t, p, cmd)
 	require.NoError(t, err)
-	log.mu.Lock()
-	log.failWrite = errors.New("disk on fire")
-	log.mu.Unlock()
+	require.NoError(t, st.SetRules(faulty.Rule{
+		Ops: []string{faulty.OpInsertIfNotExists}, CCols: plog.EventCCols(r1.Offset + 1),
+		Action: faulty.Fail, Err: errors.New("disk on fire"),
+	}))
 	_, err = do(t, p, cmd)
 	require.ErrorIs(t, err, ErrWrite)
 	assert.Contains(t, err.Error(), "disk on fire")
-	log.mu.Lock()
-	log.failWrite = nil
-	log.mu.Unlock()
+	st.Clear()
 	r3, err := do(t, p, cmd)
 	require.NoError(t, err)
 	assert.Equal(t, r1.Offset+1, r3.Offset, "the failed command's offset is reused")
@@ -180,8 +117,9 @@ func TestFailedWriteVoidsNumbersAndActualizes(t *testing.T) {
 }
 
 func TestRestartContinues(t *testing.T) {
-	log := newMemLog()
-	p := newPartition(t, log)
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	p := newPartition(t, st)
 	var last Result
 	for i := range 50 {
 		r, err := do(t, p, Command{WSKind: kind, WSID: isequencer.WSID(1 + i%5), Seqs: []isequencer.SeqID{seqRec}})
@@ -192,18 +130,52 @@ func TestRestartContinues(t *testing.T) {
 	_, err := p.Do(context.Background(), Command{WSKind: kind, WSID: 1})
 	require.ErrorIs(t, err, ErrClosed)
 
-	p2 := newPartition(t, log)
+	p2 := newPartition(t, st)
 	r, err := do(t, p2, Command{WSKind: kind, WSID: 5, Seqs: []isequencer.SeqID{seqRec}})
 	require.NoError(t, err)
 	assert.Equal(t, last.Offset+1, r.Offset)
 	assert.Greater(t, r.Numbers[0], last.Numbers[0])
 }
 
-func TestNewValidatesOptions(t *testing.T) {
-	_, err := New(Options{WriteTimeout: -1, Sequencer: isequencer.Params{GroupCommit: true}})
-	require.ErrorIs(t, err, ErrInvalidOptions)
-	assert.Contains(t, err.Error(), "Log is nil")
-	assert.Contains(t, err.Error(), "WriteTimeout")
-	assert.Contains(t, err.Error(), "SeqStorage is nil")
-	assert.Contains(t, err.Error(), "GroupCommit")
+// TestCloseCancelsHungNumbersRead: Close does not wait out the storage
+// timeout while a command holds the partition waiting on a numbers read
+// that never returns.
+func TestCloseCancelsHungNumbersRead(t *testing.T) {
+	for _, grouped := range []bool{false, true} {
+		t.Run(map[bool]string{false: "serial", true: "grouped"}[grouped], func(t *testing.T) {
+			const hang = 30 * time.Second
+			inner := mem.New(mem.Options{})
+			defer inner.Close()
+			st, err := faulty.New(inner, faulty.Options{})
+			require.NoError(t, err)
+			p, err := Open(context.Background(), OpenOptions{
+				Storage: st, App: testApp, Partition: testPart, GroupWrites: grouped,
+				SeqTypes:       map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100}},
+				Sequencer:      isequencer.Params{RetryDelay: time.Millisecond},
+				StorageTimeout: hang,
+				Logger:         quiet(),
+			})
+			require.NoError(t, err)
+			_, err = do(t, p, Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
+			require.NoError(t, err)
+
+			// WSID 2 is not cached: Do reads its numbers, and the read hangs.
+			require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpRead}, Action: faulty.Timeout}))
+			done := make(chan error, 1)
+			go func() {
+				_, err := p.Do(context.Background(), Command{WSKind: kind, WSID: 2, Seqs: []isequencer.SeqID{seqRec}})
+				done <- err
+			}()
+			require.Eventually(t, func() bool { return st.InjectedOn(faulty.OpRead) > 0 }, 10*time.Second, time.Millisecond)
+
+			start := time.Now()
+			require.NoError(t, p.Close())
+			took := time.Since(start)
+			err = <-done
+			require.Error(t, err)
+			assert.Less(t, took, hang/3, "Close waited for the hung read")
+			_, err = p.Do(context.Background(), Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
+			require.ErrorIs(t, err, ErrClosed)
+		})
+	}
 }

@@ -25,8 +25,8 @@ import (
 // group write is in flight (isequencer.IGroupCommit's contract).
 type committer struct {
 	log      groupLog
-	failed   func(err error, first, last isequencer.PLogOffset) error
-	epoch    uint64
+	failed   func(err error, first, last isequencer.PLogOffset, failQueued func(error)) error
+	ep       uint64
 	durable  isequencer.IGroupCommit
 	maxGroup int
 	timeout  time.Duration
@@ -109,12 +109,12 @@ func (l trustLog) writeGroup(ctx context.Context, events []*plog.Event, errs []e
 	l.w.WriteGroup(ctx, events, errs)
 }
 
-func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, isequencer.PLogOffset) error, epoch uint64, seq isequencer.ISequencer, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) (*committer, error) {
+func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, isequencer.PLogOffset, func(error)) error, epoch uint64, seq isequencer.ISequencer, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) (*committer, error) {
 	d, ok := seq.(isequencer.IGroupCommit)
 	if !ok {
 		return nil, fmt.Errorf("%w: the sequencer does not implement IGroupCommit", ErrInvalidOptions)
 	}
-	c := &committer{log: log, failed: failed, epoch: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
+	c := &committer{log: log, failed: failed, ep: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
 		done: make(chan struct{}), signal: make(chan struct{}, 1)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
@@ -147,8 +147,8 @@ func (c *committer) enqueue(x *pending) error {
 	return nil
 }
 
-// close stops the goroutine and fails what is still queued with ErrClosed.
-func (c *committer) close() {
+// stop stops the goroutine and fails what is still queued with ErrClosed.
+func (c *committer) stop() {
 	c.mu.Lock()
 	c.mu.closed = true
 	c.mu.Unlock()
@@ -240,7 +240,7 @@ func (c *committer) write(group []*pending) {
 	// Every command gets its own event's outcome. An event stored after
 	// one whose outcome is unknown may lie beyond a gap that the replay
 	// stops at: its outcome is unknown too.
-	err := c.failed(errs[stored], group[stored].ev.Offset, last)
+	err := c.failed(errs[stored], group[stored].ev.Offset, last, c.failQueued)
 	gap, ok := false, 0
 	for i, x := range group {
 		off, werr := x.ev.Offset, errs[i]
@@ -294,7 +294,7 @@ func (c *committer) failQueued(err error) {
 // fails the commands queued behind the group and actualizes: the replay
 // decides which events are durable. It returns the error behind the
 // failures.
-func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset) error {
+func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset, failQueued func(error)) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var werr error
@@ -302,15 +302,15 @@ func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset) er
 		if p.stopped == nil {
 			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
 		}
-		p.o.Logger.Error("apppart: group write refused, partition stopped",
+		p.logger.Error("apppart: group write refused, partition stopped",
 			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
 		werr = fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, p.stopped)
 	} else {
-		p.o.Logger.Warn("apppart: group write failed, actualizing",
+		p.logger.Warn("apppart: group write failed, actualizing",
 			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
 		werr = fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, err)
 	}
-	p.group.failQueued(werr)
+	failQueued(werr)
 	// No command is between Start and enqueue (they hold p.mu) and no
 	// group is in flight (the committer's goroutine runs this): Actualize
 	// is safe.
@@ -321,17 +321,18 @@ func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset) er
 }
 
 // groupStats returns the number of groups written and their events.
+func (c *committer) epoch() uint64 { return c.ep }
+
 func (c *committer) groupStats() (groups, events int) {
 	c.stats.Lock()
 	defer c.stats.Unlock()
 	return c.stats.groups, c.stats.events
 }
 
-// doGroup is Do for a partition that writes in groups: the command takes
-// its numbers under the partition's lock, queues its event and waits for
-// its group.
-func (p *Partition) doGroup(ctx context.Context, cmd Command) (Result, error) {
-	c := p.group
+// do runs a command of a partition that writes in groups: the command
+// takes its numbers under the partition's lock, queues its event and waits
+// for its group.
+func (c *committer) do(ctx context.Context, p *Partition, cmd Command) (Result, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -355,7 +356,6 @@ func (p *Partition) doGroup(ctx context.Context, cmd Command) (Result, error) {
 		return Result{}, ErrBusy
 	}
 	x := &pending{done: make(chan struct{})}
-	var numbers []isequencer.SeqValue
 	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
 	var nextErr error
 	for _, id := range cmd.Seqs {
@@ -368,13 +368,12 @@ func (p *Partition) doGroup(ctx context.Context, cmd Command) (Result, error) {
 			break
 		}
 		nums = append(nums, n)
-		numbers = append(numbers, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: cmd.WSID, SeqID: id}, Value: n})
 	}
 	payload := cmd.Payload
 	if nextErr != nil {
 		payload = nil
 	}
-	p.log.convert(&Event{Offset: off, WSKind: cmd.WSKind, WSID: cmd.WSID, Numbers: numbers, Payload: payload}, &x.ev)
+	p.shape.fill(&x.ev, off, cmd, nums, payload)
 	p.seq.Flush()
 	err := c.enqueue(x)
 	p.mu.Unlock()

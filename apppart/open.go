@@ -87,14 +87,23 @@ func (o *OpenOptions) EnsureDefaults() {
 	if o.MaxGroupEvents == 0 {
 		o.MaxGroupEvents = DefaultMaxGroupEvents
 	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Sequencer.Logger == nil {
+		o.Sequencer.Logger = o.Logger
+	}
 }
 
 // DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default.
 const DefaultMaxGroupEvents = 128
 
 // Validate reports every problem of o at once. Call it after
-// EnsureDefaults. The options passed on to New, seqstorage and plog are
-// validated there.
+// EnsureDefaults. The options passed on to the sequencer, seqstorage and
+// plog are validated by Open when it builds them.
 func (o *OpenOptions) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) {
@@ -115,6 +124,9 @@ func (o *OpenOptions) Validate() error {
 	if o.StorageTimeout < 0 {
 		bad("StorageTimeout %v, must be >= 0", o.StorageTimeout)
 	}
+	if o.WriteTimeout < 0 {
+		bad("WriteTimeout %v, must be >= 0", o.WriteTimeout)
+	}
 	if o.MaxGroupEvents < 1 {
 		bad("MaxGroupEvents %d, must be >= 1", o.MaxGroupEvents)
 	}
@@ -128,8 +140,8 @@ func (o *OpenOptions) Validate() error {
 // (reading the PLog with plog's reader) under a sequencer, and a
 // plog.Writer in o.Mode as the event log. It reads the partition's stored
 // next PLog offset once, under ctx, so that an unreachable storage fails
-// Open rather than leaving a partition that is busy forever. Like New, the
-// partition actualizes first: Do returns ErrBusy until it is done.
+// Open rather than leaving a partition that is busy forever. The partition
+// actualizes first: Do returns ErrBusy until it is done.
 func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -167,112 +179,93 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	po := Options{
-		Sequencer:    o.Sequencer,
-		Log:          newPLogLog(w, o.RecordSeqs, o.WLogOffsetSeq),
-		WriteTimeout: o.WriteTimeout,
-		Logger:       o.Logger,
-	}
-	po.Sequencer.SeqTypes = o.SeqTypes
-	po.Sequencer.SeqStorage = ss
-	po.EnsureDefaults()
-	if err := po.Validate(); err != nil {
-		return nil, err
+	params := o.Sequencer
+	params.SeqTypes = o.SeqTypes
+	params.SeqStorage = ss
+	// A grouped partition writes its events after Flush and reports them
+	// durable (isequencer.IGroupCommit); the serial flow writes each
+	// event before Flush.
+	params.GroupCommit = grouped
+	params.EnsureDefaults()
+	if err := params.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	if !fenced {
 		if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
 			return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
 		}
 	}
-	po.Sequencer.GroupCommit = grouped
-	p, err := start(po)
+	seq, cleanup, err := isequencer.New(&params)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	p.ss, p.w, p.log = ss, w, po.Log.(*plogLog)
-	if grouped {
-		var log groupLog = trustLog{w}
-		if fenced {
-			log = fencedLog{fw}
-		}
-		if p.group, err = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, po.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
-			p.cleanup()
-			return nil, err
-		}
+	p := &Partition{
+		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
+		writeTimeout: o.WriteTimeout, logger: o.Logger,
+		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
+	}
+	if !grouped {
+		p.flow = &serialFlow{w: w}
+		return p, nil
+	}
+	var log groupLog = trustLog{w}
+	if fenced {
+		log = fencedLog{fw}
+	}
+	if p.flow, err = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, o.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
+		p.cleanup()
+		return nil, err
 	}
 	return p, nil
 }
 
 // Epoch returns the partition's ownership epoch in fenced mode, else 0.
 func (p *Partition) Epoch() uint64 {
-	if p.group == nil {
-		return 0
-	}
-	return p.group.epoch
+	return p.flow.epoch()
 }
 
 // GroupStats returns, for a partition that writes in groups, the number of
 // group writes that stored events and the events they stored.
 func (p *Partition) GroupStats() (groups, events int) {
-	if p.group == nil {
-		return 0, 0
-	}
-	return p.group.groupStats()
+	return p.flow.groupStats()
 }
 
-// SeqStorage returns the sequencer storage Open built, or nil for a
-// partition built by New.
-func (p *Partition) SeqStorage() *seqstorage.Storage { return p.ss }
-
-// Writer returns the event log writer Open built, or nil for a partition
-// built by New.
-func (p *Partition) Writer() *plog.Writer { return p.w }
-
-// plogLog is the EventLog of an opened partition: it turns a command's
-// event into a plog.Event (the largest number per SeqID, record IDs, WLog
-// offset) and writes it. Append is called under the partition's lock.
-type plogLog struct {
-	w       *plog.Writer
+// eventShape turns a command's numbers into a plog.Event: the largest
+// number per SeqID, the record IDs, the WLog offset.
+type eventShape struct {
 	records map[isequencer.SeqID]bool
 	wlogSeq isequencer.SeqID
-	ev      plog.Event
 }
 
-func newPLogLog(w *plog.Writer, recordSeqs []isequencer.SeqID, wlogSeq isequencer.SeqID) *plogLog {
-	l := &plogLog{w: w, records: map[isequencer.SeqID]bool{}, wlogSeq: wlogSeq}
+func newEventShape(recordSeqs []isequencer.SeqID, wlogSeq isequencer.SeqID) eventShape {
+	s := eventShape{records: map[isequencer.SeqID]bool{}, wlogSeq: wlogSeq}
 	for _, id := range recordSeqs {
-		l.records[id] = true
+		s.records[id] = true
 	}
-	return l
+	return s
 }
 
-func (l *plogLog) Append(ctx context.Context, e *Event) error {
-	if l.w == nil {
-		return fmt.Errorf("apppart: no event writer (partitions that write in groups write through their committer)")
-	}
-	l.convert(e, &l.ev)
-	return l.w.Write(ctx, &l.ev)
-}
-
-// convert fills pe from e, reusing pe's slices.
-func (l *plogLog) convert(e *Event, pe *plog.Event) {
+// fill sets pe to the event at off of cmd, which took nums (the numbers of
+// cmd.Seqs' first len(nums) SeqIDs), reusing pe's slices.
+func (s eventShape) fill(pe *plog.Event, off isequencer.PLogOffset, cmd Command, nums []isequencer.Number, payload []byte) {
 	*pe = plog.Event{
-		Offset: e.Offset, WSID: e.WSID, WSKind: e.WSKind, Payload: e.Payload,
+		Offset: off, WSID: cmd.WSID, WSKind: cmd.WSKind, Payload: payload,
 		Numbers: pe.Numbers[:0], Records: pe.Records[:0],
 	}
 	wlogSet := false
-	for _, v := range e.Numbers {
-		i := slices.IndexFunc(pe.Numbers, func(n plog.SeqNumber) bool { return n.SeqID == v.Key.SeqID })
-		if i < 0 {
-			pe.Numbers = append(pe.Numbers, plog.SeqNumber{SeqID: v.Key.SeqID, Number: v.Value})
+	for i, n := range nums {
+		id := cmd.Seqs[i]
+		j := slices.IndexFunc(pe.Numbers, func(sn plog.SeqNumber) bool { return sn.SeqID == id })
+		if j < 0 {
+			pe.Numbers = append(pe.Numbers, plog.SeqNumber{SeqID: id, Number: n})
 		} else {
-			pe.Numbers[i].Number = max(pe.Numbers[i].Number, v.Value)
+			pe.Numbers[j].Number = max(pe.Numbers[j].Number, n)
 		}
-		if l.records[v.Key.SeqID] {
-			pe.Records = append(pe.Records, plog.RecordID(v.Value))
+		if s.records[id] {
+			pe.Records = append(pe.Records, plog.RecordID(n))
 		}
-		if !wlogSet && l.wlogSeq != 0 && v.Key.SeqID == l.wlogSeq {
-			pe.WLogOffset, wlogSet = uint64(v.Value), true
+		if !wlogSet && s.wlogSeq != 0 && id == s.wlogSeq {
+			pe.WLogOffset, wlogSet = uint64(n), true
 		}
 	}
 }

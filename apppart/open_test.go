@@ -60,14 +60,21 @@ func storedOffset(t testing.TB, st storage.Storage) isequencer.PLogOffset {
 	return off
 }
 
+// nopSeqStorage is a non-nil ISeqStorage for option checks; never called.
+type nopSeqStorage struct{ isequencer.ISeqStorage }
+
 func TestOpenValidates(t *testing.T) {
 	_, err := Open(context.Background(), OpenOptions{
-		Mode:           9,
-		Sequencer:      isequencer.Params{SeqStorage: newMemLog(), SeqTypes: map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{}},
+		Mode: 9,
+		Sequencer: isequencer.Params{
+			SeqStorage: nopSeqStorage{}, SeqTypes: map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{},
+			GroupCommit: true,
+		},
 		StorageTimeout: -1,
+		WriteTimeout:   -1,
 	})
 	require.ErrorIs(t, err, ErrInvalidOptions)
-	for _, s := range []string{"Storage is nil", "unknown mode", "Sequencer.SeqStorage", "Sequencer.SeqTypes", "StorageTimeout"} {
+	for _, s := range []string{"Storage is nil", "unknown mode", "Sequencer.SeqStorage", "Sequencer.SeqTypes", "StorageTimeout", "WriteTimeout", "GroupCommit"} {
 		assert.Contains(t, err.Error(), s)
 	}
 
@@ -132,5 +139,5 @@ func TestOpenEventShape(t *testing.T) {
 		require.True(t, ok, "record %d", id)
 		assert.Equal(t, plog.RecordValue(r.Offset), v)
 	}
-	assert.Equal(t, plog.ModeTrust0, p.Writer().Mode())
+	assert.Equal(t, plog.ModeTrust0, p.flow.(*serialFlow).w.Mode())
 }
