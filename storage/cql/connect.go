@@ -49,6 +49,7 @@ func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
 	c.ReadTimeout = o.Timeout
 	c.WriteTimeout = o.Timeout
 	c.ConnectTimeout = o.ConnectTimeout
+	c.ReconnectInterval = o.ReconnectInterval
 	c.NumConns = o.NumConns
 	c.PageSize = o.PageSize
 	c.DisableInitialHostLookup = o.DisableInitialHostLookup

@@ -25,6 +25,7 @@ func TestClusterConfigCarriesTheConnectionOptions(t *testing.T) {
 	assert.Equal(t, DefaultSerial, c.SerialConsistency)
 	assert.Equal(t, 3*time.Second, c.Timeout)
 	assert.Equal(t, DefaultConnectTimeout, c.ConnectTimeout)
+	assert.Equal(t, DefaultReconnectInterval, c.ReconnectInterval, "a node marked down is retried every 5 s, not gocql's 60 s")
 	assert.Equal(t, DefaultNumConns, c.NumConns)
 	assert.True(t, c.DisableInitialHostLookup)
 	assert.Equal(t, gocql.PasswordAuthenticator{Username: "u", Password: "p"}, c.Authenticator)

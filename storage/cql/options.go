@@ -19,11 +19,15 @@ const (
 	DefaultSerial         = gocql.LocalSerial
 	DefaultTimeout        = 5 * time.Second
 	DefaultConnectTimeout = 5 * time.Second
-	DefaultPageSize       = 1000
-	DefaultNumConns       = 2
-	DefaultBatchRows      = 100
-	DefaultBatchBytes     = 32 << 10
-	DefaultWriteWorkers   = 32
+	// DefaultReconnectInterval: gocql's own default is 60 s, so a node that
+	// was marked down (its pool's three reconnection tries, 1 s apart, all
+	// failed) came back into use up to a minute after it answered again.
+	DefaultReconnectInterval = 5 * time.Second
+	DefaultPageSize          = 1000
+	DefaultNumConns          = 2
+	DefaultBatchRows         = 100
+	DefaultBatchBytes        = 32 << 10
+	DefaultWriteWorkers      = 32
 )
 
 // Options configure Open.
@@ -59,6 +63,11 @@ type Options struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds connecting to each host in Open. Default 5 s.
 	ConnectTimeout time.Duration
+	// ReconnectInterval is how often the session tries again to connect
+	// to the nodes it has marked down (after a crash or a restart longer
+	// than its pool's reconnection tries): a node is back in use at most
+	// this long after it answers again. Default 5 s.
+	ReconnectInterval time.Duration
 
 	// Username and Password enable password authentication when Username
 	// is set.
@@ -114,6 +123,9 @@ func (o *Options) EnsureDefaults() {
 		}
 		if o.NumConns == 0 {
 			o.NumConns = DefaultNumConns
+		}
+		if o.ReconnectInterval == 0 {
+			o.ReconnectInterval = DefaultReconnectInterval
 		}
 	}
 	if o.PageSize == 0 {
@@ -187,8 +199,11 @@ func (o *Options) connProblems() []error {
 		if o.NumConns < 0 {
 			bad("negative NumConns %d", o.NumConns)
 		}
-	} else if len(o.Hosts) > 0 || o.Username != "" || o.Password != "" || o.TLS != nil || o.ConnectTimeout != 0 || o.NumConns != 0 || o.DisableInitialHostLookup {
-		bad("Session is set: connection options (Hosts, Username, Password, TLS, ConnectTimeout, NumConns, DisableInitialHostLookup) belong to the caller's session")
+		if o.ReconnectInterval < 0 {
+			bad("negative ReconnectInterval %v", o.ReconnectInterval)
+		}
+	} else if len(o.Hosts) > 0 || o.Username != "" || o.Password != "" || o.TLS != nil || o.ConnectTimeout != 0 || o.NumConns != 0 || o.ReconnectInterval != 0 || o.DisableInitialHostLookup {
+		bad("Session is set: connection options (Hosts, Username, Password, TLS, ConnectTimeout, NumConns, ReconnectInterval, DisableInitialHostLookup) belong to the caller's session")
 	}
 	if o.Password != "" && o.Username == "" {
 		bad("Password without Username")
