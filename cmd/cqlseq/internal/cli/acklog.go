@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -363,9 +364,9 @@ func checkPartitionAcks(r *ackResult, part isequencer.PartitionID, acks []ackRec
 		}
 		slices.SortFunc(pts, func(a, b pt) int {
 			if a.off != b.off {
-				return cmpU(uint64(a.off), uint64(b.off))
+				return cmp.Compare(uint64(a.off), uint64(b.off))
 			}
-			return cmpU(uint64(a.n), uint64(b.n))
+			return cmp.Compare(uint64(a.n), uint64(b.n))
 		})
 		for i := 1; i < len(pts); i++ {
 			if pts[i].off != pts[i-1].off && pts[i].n < pts[i-1].n {
@@ -376,16 +377,6 @@ func checkPartitionAcks(r *ackResult, part isequencer.PartitionID, acks []ackRec
 	}
 }
 
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // sameNumbers reports whether a and b hold the same (SeqID, number) pairs,
 // in any order.
 func sameNumbers(a, b []plog.SeqNumber) bool {
@@ -394,9 +385,9 @@ func sameNumbers(a, b []plog.SeqNumber) bool {
 	}
 	key := func(x, y plog.SeqNumber) int {
 		if x.SeqID != y.SeqID {
-			return cmpU(uint64(x.SeqID), uint64(y.SeqID))
+			return cmp.Compare(uint64(x.SeqID), uint64(y.SeqID))
 		}
-		return cmpU(uint64(x.Number), uint64(y.Number))
+		return cmp.Compare(uint64(x.Number), uint64(y.Number))
 	}
 	a, b = slices.Clone(a), slices.Clone(b)
 	slices.SortFunc(a, key)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -309,7 +310,7 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 		UnknownOutcomes: stt.UnknownOutcomes, Abandoned: stt.Abandoned, Waits: stt.Waits, LWTs: lwts, Held: stt.Held,
 		Chunks: seq.Chunks(), Monotonic: true,
 	}
-	r.Monotonic = slices.IsSortedFunc(r.Chunks, func(a, b galloc.Chunk) int { return cmpInt64(a.First, b.First) })
+	r.Monotonic = slices.IsSortedFunc(r.Chunks, func(a, b galloc.Chunk) int { return cmp.Compare(a.First, b.First) })
 	for _, ids := range per {
 		if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
 			r.Monotonic = false
@@ -322,16 +323,6 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 		return r, fmt.Errorf("process %d: %w", p, err)
 	}
 	return r, nil
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Duration) allocReport {
