@@ -14,6 +14,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,3 +134,60 @@ func ValidateTTL(ttl time.Duration) error {
 
 // MaxTTL is the largest TTL CQL accepts (630,720,000 s).
 const MaxTTL = 630720000 * time.Second
+
+// CondBatch is one conditional batch of a MultiApplier call: Rows (all in
+// partition PKey, without TTL) are written only if every condition of
+// Conds holds (as for ApplyBatchIf) and every batch named by Requires (the
+// indexes of earlier batches of the call) was applied. A batch without
+// conditions and requirements is always applied.
+type CondBatch struct {
+	PKey     []byte
+	Conds    []Condition
+	Rows     []Row
+	Requires []int
+}
+
+// MultiApplier is implemented by a store that can apply conditional batches
+// of several partitions in one atomic transaction: the embedded drivers
+// (storage/boltdb, storage/mem), not CQL, whose conditional batches span one
+// partition. A caller that finds it may use one ApplyBatchesIf where it
+// would otherwise make a sequence of ApplyBatchIf and PutBatch calls whose
+// later calls depend on the earlier ones' outcomes.
+type MultiApplier interface {
+	// ApplyBatchesIf applies batches in order in one transaction: each
+	// batch's conditions are judged after the batches before it were
+	// applied, and applied[i] (len(applied) == len(batches)) reports
+	// whether batch i was. On a nil error every applied batch is durable;
+	// on an error nothing is applied (the error wraps
+	// storage.ErrUnknownOutcome when the commit's outcome is unknown) and
+	// applied is all false. A Requires index that is not of an earlier
+	// batch, an empty partition key or a row in another partition than
+	// its batch's is an error wrapping ErrInvalidArgument, and nothing is
+	// written.
+	ApplyBatchesIf(ctx context.Context, batches []CondBatch, applied []bool) error
+}
+
+// ValidateBatches reports the first problem ApplyBatchesIf refuses in
+// batches or applied (see MultiApplier), wrapping ErrInvalidArgument.
+// Drivers call it so that all refuse the same arguments.
+func ValidateBatches(batches []CondBatch, applied []bool) error {
+	if len(applied) != len(batches) {
+		return fmt.Errorf("%w: %d applied flags for %d batches", ErrInvalidArgument, len(applied), len(batches))
+	}
+	for i, b := range batches {
+		if len(b.PKey) == 0 {
+			return fmt.Errorf("%w: batch %d: empty partition key", ErrInvalidArgument, i)
+		}
+		for j, r := range b.Rows {
+			if !bytes.Equal(r.PKey, b.PKey) {
+				return fmt.Errorf("%w: batch %d: row %d in another partition", ErrInvalidArgument, i, j)
+			}
+		}
+		for _, k := range b.Requires {
+			if k < 0 || k >= i {
+				return fmt.Errorf("%w: batch %d requires batch %d, not an earlier one", ErrInvalidArgument, i, k)
+			}
+		}
+	}
+	return nil
+}

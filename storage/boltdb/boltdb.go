@@ -657,6 +657,69 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	return ok && err == nil, err
 }
 
+var _ storage.MultiApplier = (*Store)(nil)
+
+// ApplyBatchesIf implements storage.MultiApplier: the batches are one
+// request of the group commit, so they share its transaction (and fsync)
+// with the writes of other goroutines.
+func (s *Store) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+	clear(applied)
+	if err := storage.ValidateBatches(batches, applied); err != nil {
+		return fmt.Errorf("boltdb: %w", err)
+	}
+	type keyed struct{ conds, rows [][]byte }
+	keys := make([]keyed, len(batches))
+	for i, b := range batches {
+		k := keyed{conds: make([][]byte, len(b.Conds)), rows: make([][]byte, len(b.Rows))}
+		var err error
+		for j, c := range b.Conds {
+			if k.conds[j], err = makeRowKey(b.PKey, c.CCols); err != nil {
+				return fmt.Errorf("%w (batch %d, condition %d)", err, i, j)
+			}
+		}
+		for j, r := range b.Rows {
+			if k.rows[j], err = makeRowKey(b.PKey, r.CCols); err != nil {
+				return fmt.Errorf("%w (batch %d, row %d)", err, i, j)
+			}
+			if err := checkValue(r.Value); err != nil {
+				return fmt.Errorf("%w (batch %d, row %d)", err, i, j)
+			}
+		}
+		keys[i] = k
+	}
+	err := s.update(ctx, true, func(w *writer) error {
+		clear(applied)
+	batch:
+		for i, b := range batches {
+			for _, k := range b.Requires {
+				if !applied[k] {
+					continue batch
+				}
+			}
+			for j, c := range b.Conds {
+				v, _, exists, err := live(w.rows, keys[i].conds[j], w.now)
+				if err != nil {
+					return err
+				}
+				if c.Expected == nil && exists || c.Expected != nil && (!exists || !bytes.Equal(v, c.Expected)) {
+					continue batch
+				}
+			}
+			for j, r := range b.Rows {
+				if err := w.put(keys[i].rows[j], r.Value, 0); err != nil {
+					return err
+				}
+			}
+			applied[i] = true
+		}
+		return nil
+	})
+	if err != nil {
+		clear(applied)
+	}
+	return err
+}
+
 // QueryTTL implements storage.Storage.
 func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (ttl time.Duration, ok bool, err error) {
 	rk, err := makeRowKey(pKey, cCols)

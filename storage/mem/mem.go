@@ -257,6 +257,39 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	return true, nil
 }
 
+var _ storage.MultiApplier = (*Store)(nil)
+
+// ApplyBatchesIf implements storage.MultiApplier under the Store's lock.
+func (s *Store) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+	clear(applied)
+	if err := storage.ValidateBatches(batches, applied); err != nil {
+		return fmt.Errorf("mem: %w", err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+batch:
+	for i, b := range batches {
+		for _, k := range b.Requires {
+			if !applied[k] {
+				continue batch
+			}
+		}
+		for _, c := range b.Conds {
+			v, ok := s.getLocked(b.PKey, c.CCols)
+			if c.Expected == nil && ok || c.Expected != nil && (!ok || !bytes.Equal(v, c.Expected)) {
+				continue batch
+			}
+		}
+		for _, r := range b.Rows {
+			s.putLocked(b.PKey, r.CCols, r.Value, 0)
+		}
+		applied[i] = true
+	}
+	return nil
+}
+
 // QueryTTL implements storage.Storage.
 func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (time.Duration, bool, error) {
 	if err := s.lock(ctx); err != nil {

@@ -385,6 +385,65 @@ func Run(t *testing.T, h Harness) {
 		require.False(t, ok, "value condition fails")
 	})
 
+	t.Run("ApplyBatchesIf", func(t *testing.T) {
+		ma, ok := st.(storage.MultiApplier)
+		if !ok {
+			t.Skip("the driver is not a storage.MultiApplier")
+		}
+		ev, rec := pk(t, "events"), pk(t, "records")
+		require.NoError(t, st.Put(ctx, ev, []byte("e2"), []byte("old")))
+		row := func(p []byte, cc, v string) storage.Row { return storage.Row{PKey: p, CCols: []byte(cc), Value: []byte(v)} }
+		batches := []storage.CondBatch{
+			{PKey: ev, Conds: []storage.Condition{{CCols: []byte("e1")}}, Rows: []storage.Row{row(ev, "e1", "1")}},
+			{PKey: rec, Conds: []storage.Condition{{CCols: []byte("r1")}}, Rows: []storage.Row{row(rec, "r1", "1")}, Requires: []int{0}},
+			// Refused: e2 exists; its dependant is skipped, not its
+			// neighbours.
+			{PKey: ev, Conds: []storage.Condition{{CCols: []byte("e2")}}, Rows: []storage.Row{row(ev, "e2", "2")}},
+			{PKey: rec, Conds: []storage.Condition{{CCols: []byte("r2")}}, Rows: []storage.Row{row(rec, "r2", "2")}, Requires: []int{2}},
+			// Judged after the batches before it: r1 now exists.
+			{PKey: rec, Conds: []storage.Condition{{CCols: []byte("r1")}}, Rows: []storage.Row{row(rec, "r1", "X")}},
+			// No conditions: always applied; a value condition.
+			{PKey: rec, Rows: []storage.Row{row(rec, "r3", "3")}},
+			{PKey: ev, Conds: []storage.Condition{{CCols: []byte("e1"), Expected: []byte("1")}}, Rows: []storage.Row{row(ev, "e3", "3")}, Requires: []int{0, 5}},
+		}
+		applied := make([]bool, len(batches))
+		require.NoError(t, ma.ApplyBatchesIf(ctx, batches, applied))
+		assert.Equal(t, []bool{true, true, false, false, false, true, true}, applied)
+		want := map[string]map[string]string{
+			string(ev):  {"e1": "1", "e2": "old", "e3": "3"},
+			string(rec): {"r1": "1", "r3": "3"},
+		}
+		for p, rows := range want {
+			got := map[string]string{}
+			require.NoError(t, st.Read(ctx, []byte(p), nil, nil, func(cc, v []byte) error { got[string(cc)] = string(v); return nil }))
+			assert.Equal(t, rows, got)
+		}
+
+		for name, bad := range map[string][]storage.CondBatch{
+			"requires itself":    {{PKey: ev, Requires: []int{0}}},
+			"requires later":     {{PKey: ev, Requires: []int{1}}, {PKey: ev}},
+			"empty partition":    {{Rows: []storage.Row{row(nil, "x", "")}}},
+			"row elsewhere":      {{PKey: ev, Rows: []storage.Row{row(rec, "r9", "9")}}},
+			"after a good batch": {{PKey: ev, Rows: []storage.Row{row(ev, "e9", "9")}}, {PKey: ev, Requires: []int{-1}}},
+		} {
+			applied := make([]bool, len(bad))
+			err := ma.ApplyBatchesIf(ctx, bad, applied)
+			assert.ErrorIs(t, err, storage.ErrInvalidArgument, name)
+			assert.NotContains(t, applied, true, name)
+		}
+		_, ok, err := st.Get(ctx, ev, []byte("e9"))
+		require.NoError(t, err)
+		assert.False(t, ok, "an invalid call writes nothing")
+		assert.ErrorIs(t, ma.ApplyBatchesIf(ctx, batches, nil), storage.ErrInvalidArgument, "applied of another length")
+
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		assert.ErrorIs(t, ma.ApplyBatchesIf(cctx, []storage.CondBatch{{PKey: ev, Rows: []storage.Row{row(ev, "e8", "8")}}}, make([]bool, 1)), context.Canceled)
+		_, ok, err = st.Get(ctx, ev, []byte("e8"))
+		require.NoError(t, err)
+		assert.False(t, ok, "a cancelled call writes nothing")
+	})
+
 	t.Run("LWTRace", func(t *testing.T) {
 		const racers, rounds = 8, 20
 		for round := range rounds {
@@ -587,6 +646,9 @@ func Run(t *testing.T, h Harness) {
 		_, calls["CompareAndDelete"] = own.CompareAndDelete(ctx, p, c, nil)
 		_, calls["ApplyBatchIf"] = own.ApplyBatchIf(ctx, p, nil, []storage.Row{{PKey: p, CCols: c}})
 		_, _, calls["QueryTTL"] = own.QueryTTL(ctx, p, c)
+		if ma, ok := own.(storage.MultiApplier); ok {
+			calls["ApplyBatchesIf"] = ma.ApplyBatchesIf(ctx, []storage.CondBatch{{PKey: p}}, make([]bool, 1))
+		}
 		for name, err := range calls {
 			assert.ErrorIs(t, err, storage.ErrClosed, name)
 		}
