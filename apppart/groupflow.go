@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cqlseq/cqlseq/internal/groupq"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 )
@@ -37,12 +38,7 @@ type committer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu struct {
-		sync.Mutex
-		queue  []*pending
-		closed bool
-	}
-	signal chan struct{}
+	queue *groupq.Queue[*pending]
 
 	// groups and grouped count written groups and their events, for
 	// tests and the bench.
@@ -115,7 +111,7 @@ func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, iseque
 		return nil, fmt.Errorf("%w: the sequencer does not implement IGroupCommit", ErrInvalidOptions)
 	}
 	c := &committer{log: log, failed: failed, ep: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
-		done: make(chan struct{}), signal: make(chan struct{}, 1)}
+		done: make(chan struct{}), queue: groupq.New[*pending]()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
 	return c, nil
@@ -133,32 +129,18 @@ func (c *committer) leaseExpired() bool {
 // enqueue hands a flushed transaction's event to the committer. Called
 // under the partition's lock, so events arrive in offset order.
 func (c *committer) enqueue(x *pending) error {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
+	if !c.queue.Put(x) {
 		return ErrClosed
-	}
-	c.mu.queue = append(c.mu.queue, x)
-	c.mu.Unlock()
-	select {
-	case c.signal <- struct{}{}:
-	default:
 	}
 	return nil
 }
 
 // stop stops the goroutine and fails what is still queued with ErrClosed.
 func (c *committer) stop() {
-	c.mu.Lock()
-	c.mu.closed = true
-	c.mu.Unlock()
+	c.queue.Close()
 	c.cancel()
 	<-c.done
-	c.mu.Lock()
-	q := c.mu.queue
-	c.mu.queue = nil
-	c.mu.Unlock()
-	for _, x := range q {
+	for _, x := range c.queue.Drain() {
 		x.finish(ErrClosed)
 	}
 }
@@ -168,41 +150,41 @@ func (x *pending) finish(err error) {
 	close(x.done)
 }
 
+// run is the committer's goroutine. It paces itself as storage/boltdb's
+// committer does (groupq.Pacer): after a group it waits, at most half the
+// group write's duration, for the commands it acknowledged to come back,
+// so that closed-loop clients share a group instead of alternating.
 func (c *committer) run() {
 	defer close(c.done)
+	var pace groupq.Pacer
 	for {
+		c.queue.Gather(&pace, c.ctx.Done())
 		group := c.take()
 		if group == nil {
 			select {
 			case <-c.ctx.Done():
 				return
-			case <-c.signal:
+			case <-c.queue.Signal():
 			}
 			continue
 		}
+		began := time.Now()
 		c.write(group)
+		pace.Committed(began, len(group), c.queue.Len())
 	}
 }
 
 // take removes the next group from the queue: consecutive events of one
 // PLog block, at most maxGroup of them.
 func (c *committer) take() []*pending {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.mu.queue
-	if len(q) == 0 {
-		return nil
-	}
-	block := q[0].ev.Offset / plog.EventsPerPartition
-	n := 1
-	for n < len(q) && n < c.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block {
-		n++
-	}
-	group := q[:n:n]
-	c.mu.queue = q[n:]
-	if len(c.mu.queue) == 0 {
-		c.mu.queue = nil
-	}
+	group, _ := c.queue.Take(func(q []*pending) int {
+		block := q[0].ev.Offset / plog.EventsPerPartition
+		n := 1
+		for n < len(q) && n < c.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block {
+			n++
+		}
+		return n
+	})
 	return group
 }
 
@@ -279,11 +261,7 @@ func (c *committer) count(events int) {
 // failQueued fails every command queued after a failed group: their
 // offsets follow the failed ones and their numbers are not used.
 func (c *committer) failQueued(err error) {
-	c.mu.Lock()
-	rest := c.mu.queue
-	c.mu.queue = nil
-	c.mu.Unlock()
-	for _, x := range rest {
+	for _, x := range c.queue.Drain() {
 		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, err))
 	}
 }

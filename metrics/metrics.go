@@ -168,14 +168,33 @@ func (m *seqMetrics) StorageError(op string) {
 
 // Storage returns st instrumented: every call's duration and failure is
 // recorded by operation name ("Get", "PutBatch", ...). A not-found is not a
-// failure; a conditional write that is not applied is not a failure.
+// failure; a conditional write that is not applied is not a failure. When
+// st is a storage.MultiApplier, so is the result ("ApplyBatchesIf").
 func (c *Collectors) Storage(st storage.Storage) storage.Storage {
 	s := &instrumented{inner: st}
 	for i, op := range storageOps {
 		s.calls[i] = c.storageCalls.WithLabelValues(op)
 		s.errs[i] = c.storageErrors.WithLabelValues(op)
 	}
+	if ma, ok := st.(storage.MultiApplier); ok {
+		return &instrumentedMulti{instrumented: s, multi: ma}
+	}
 	return s
+}
+
+// instrumentedMulti is instrumented over a storage.MultiApplier.
+type instrumentedMulti struct {
+	*instrumented
+	multi storage.MultiApplier
+}
+
+var _ storage.MultiApplier = (*instrumentedMulti)(nil)
+
+func (s *instrumentedMulti) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+	began := time.Now()
+	err := s.multi.ApplyBatchesIf(ctx, batches, applied)
+	s.done(opApplyBatchesIf, began, err)
+	return err
 }
 
 // Inner returns the Storage that st (from Collectors.Storage) wraps.
@@ -192,11 +211,12 @@ const (
 	opCompareAndDelete
 	opApplyBatchIf
 	opQueryTTL
+	opApplyBatchesIf
 	numOps
 )
 
 var storageOps = [numOps]string{"Get", "GetBatch", "Put", "PutBatch", "Read", "InsertIfNotExists",
-	"CompareAndSwap", "CompareAndDelete", "ApplyBatchIf", "QueryTTL"}
+	"CompareAndSwap", "CompareAndDelete", "ApplyBatchIf", "QueryTTL", "ApplyBatchesIf"}
 
 type instrumented struct {
 	inner storage.Storage

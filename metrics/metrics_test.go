@@ -126,3 +126,25 @@ func TestStorageWrapperCountsCallsAndErrors(t *testing.T) {
 	assert.Equal(t, 1.0, value(t, reg, "cqlseq_storage_call_seconds", "op", "Put"))
 	assert.Equal(t, 0.0, value(t, reg, "cqlseq_storage_call_seconds", "op", "Read"), "every operation has a series from the start")
 }
+
+// TestStorageWrapperKeepsMultiApplier: the wrapper of a
+// storage.MultiApplier is one, so that its callers keep their one-request
+// path (plog's group writes on bbolt), and counts the calls; the wrapper of
+// another store is not.
+func TestStorageWrapperKeepsMultiApplier(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, err := New(reg)
+	require.NoError(t, err)
+	st := c.Storage(mem.New(mem.Options{}))
+	ma, ok := st.(storage.MultiApplier)
+	require.True(t, ok)
+	applied := make([]bool, 1)
+	require.NoError(t, ma.ApplyBatchesIf(context.Background(), []storage.CondBatch{{PKey: []byte("p"), Rows: []storage.Row{{PKey: []byte("p"), CCols: []byte("c")}}}}, applied))
+	assert.Equal(t, []bool{true}, applied)
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_storage_call_seconds", "op", "ApplyBatchesIf"))
+	assert.Error(t, ma.ApplyBatchesIf(context.Background(), nil, applied))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_storage_errors_total", "op", "ApplyBatchesIf"))
+
+	_, ok = c.Storage(struct{ storage.Storage }{mem.New(mem.Options{})}).(storage.MultiApplier)
+	assert.False(t, ok)
+}

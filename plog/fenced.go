@@ -1,10 +1,12 @@
 package plog
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -117,7 +119,9 @@ func (w *FencedWriter) Stopped() error {
 // its block: the fence must hold the writer's epoch (or, in a block whose
 // fence the writer has not seen yet, be absent, and is then written with
 // the epoch), and every event row must be absent. Once a chunk's batch is
-// applied, its records are written with one unconditional PutBatch.
+// applied, its records are written with one unconditional PutBatch; on a
+// storage.MultiApplier (storage/boltdb, storage/mem), in the same
+// transaction as the batch, with one ApplyBatchesIf.
 //
 // Errors:
 //   - invalid events (offset 0, offsets not consecutive, a nil event, WSID
@@ -265,7 +269,11 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 			rows = append(rows, storage.Row{PKey: pKey, CCols: cc, Value: w.enc(at + i)})
 		}
 		w.mu.conds, w.mu.rows = conds, rows
-		ok, err := w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+		ok, withRecords, err := w.applyChunkLocked(ctx, chunk, pKey, conds, rows)
+		if withRecords && ok && err == nil {
+			w.mu.fencedBlock, w.mu.hasFenced = block, true
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("plog: partition %d offsets %d..%d (epoch %d): writing %d events: %w", part, first, last, epoch, len(chunk), err)
 		}
@@ -301,6 +309,35 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 		return fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records (retried): %w", part, first, last, len(recs), err)
 	}
 	return nil
+}
+
+// applyChunkLocked applies the chunk's conditional batch (conds, rows on
+// pKey). On a storage.MultiApplier it writes the chunk's records in the
+// same transaction, if the batch is applied (withRecords); else with
+// ApplyBatchIf alone, the records left to the caller.
+func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKey []byte, conds []storage.Condition, rows []storage.Row) (ok, withRecords bool, err error) {
+	ma, multi := w.o.Storage.(storage.MultiApplier)
+	if !multi {
+		ok, err = w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+		return ok, false, err
+	}
+	batches := []storage.CondBatch{{PKey: pKey, Conds: conds, Rows: rows}}
+	var recs []storage.Row
+	for _, e := range chunk {
+		recs = appendRecordRows(recs, e)
+	}
+	slices.SortStableFunc(recs, func(a, b storage.Row) int { return bytes.Compare(a.PKey, b.PKey) })
+	for len(recs) > 0 {
+		n := 1
+		for n < len(recs) && bytes.Equal(recs[n].PKey, recs[0].PKey) {
+			n++
+		}
+		batches = append(batches, storage.CondBatch{PKey: recs[0].PKey, Rows: recs[:n:n], Requires: []int{0}})
+		recs = recs[n:]
+	}
+	applied := make([]bool, len(batches))
+	err = ma.ApplyBatchesIf(ctx, batches, applied)
+	return applied[0], true, err
 }
 
 // eventConflict names the offsets of chunk that hold an event, as far as a

@@ -18,37 +18,37 @@ import (
 )
 
 func TestFencedBlockBoundary(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.BlockBoundary(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.BlockBoundary(t, st, 1) })
 }
 
 func TestFencedGroupCaps(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.GroupCaps(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.GroupCaps(t, st, 1) })
 }
 
 func TestFencedSecondOwner(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.SecondOwner(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.SecondOwner(t, st, 1) })
 }
 
 func TestFencedPlantedConflict(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.PlantedConflict(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.PlantedConflict(t, st, 1) })
 }
 
 func TestFencedSplitGroupTakeover(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.SplitGroupTakeover(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.SplitGroupTakeover(t, st, 1) })
 }
 
 func TestFencedRecordsAfterEvents(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.RecordsAfterEvents(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.RecordsAfterEvents(t, st, 1) })
 }
 
 func TestFenceNotReadAsEvent(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) { plogtest.FenceNotReadAsEvent(t, st, 1) })
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.FenceNotReadAsEvent(t, st, 1) })
 }
 
 // TestFencedRaceFreshBlock runs the race many times, each on a fresh
 // partition.
 func TestFencedRaceFreshBlock(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) {
 		for part := range isequencer.PartitionID(30) {
 			plogtest.RaceFreshBlock(t, st, st, st, part)
 		}
@@ -56,7 +56,7 @@ func TestFencedRaceFreshBlock(t *testing.T) {
 }
 
 func TestFencedRaceTakeover(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) {
 		for part := range isequencer.PartitionID(10) {
 			plogtest.RaceTakeover(t, st, st, part, 20)
 		}
@@ -196,7 +196,7 @@ func TestFencedCorruptFence(t *testing.T) {
 }
 
 func TestSweep(t *testing.T) {
-	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) {
 		ctx := context.Background()
 		_, err := plog.Sweep(ctx, nil, 1, 1, 1)
 		require.ErrorIs(t, err, storage.ErrInvalidArgument)

@@ -34,7 +34,10 @@ import (
 // that exists); then ModeTrust1 one PutBatch of the records (retried, as
 // Write does), ModeTrust0 one conditional batch per event and record
 // partition, issued concurrently so that a store with group commit
-// (storage/boltdb) commits them together.
+// (storage/boltdb) commits them together. On a storage.MultiApplier
+// (storage/boltdb, storage/mem), ModeTrust0 and ModeTrust1 make one
+// ApplyBatchesIf of the whole group instead: one transaction, and on
+// boltdb one request of its group commit.
 func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -68,6 +71,23 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) 
 		}
 		return
 	}
+	if ma, ok := w.o.Storage.(storage.MultiApplier); ok {
+		w.applyGroupLocked(ctx, ma, events, encs, errs)
+	} else {
+		w.writeGroupLocked(ctx, events, encs, errs)
+	}
+	for _, err := range errs {
+		if errors.Is(err, ErrConflict) {
+			w.mu.stopped = err
+			break
+		}
+	}
+}
+
+// writeGroupLocked writes a trust-0 or trust-1 group with the calls of
+// the storage contract (see WriteGroup).
+func (w *Writer) writeGroupLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) {
+	part := w.o.Partition
 	n := w.insertEventsLocked(ctx, events, encs, errs)
 	if w.o.Mode == ModeTrust1 {
 		var rows []storage.Row
@@ -86,10 +106,65 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) 
 	} else {
 		w.insertGroupRecords(ctx, events[:n], errs)
 	}
-	for _, err := range errs {
-		if errors.Is(err, ErrConflict) {
-			w.mu.stopped = err
-			break
+}
+
+// applyGroupLocked writes a trust-0 or trust-1 group with one
+// ApplyBatchesIf: a batch per event that inserts it if absent and requires
+// the event before it (so that none is written after a conflict), then, per
+// event and record partition, a batch of its records that requires its
+// event (trust 0: inserted if absent; trust 1: put).
+func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, events []*Event, encs [][]byte, errs []error) {
+	part := w.o.Partition
+	batches := make([]storage.CondBatch, len(events), 2*len(events))
+	recOf := make([]int, 0, len(events)) // event of batch len(events)+i
+	for i, e := range events {
+		pKey, cc := EventPKey(part, e.Offset), EventCCols(e.Offset)
+		batches[i] = storage.CondBatch{PKey: pKey, Conds: []storage.Condition{{CCols: cc}}, Rows: []storage.Row{{PKey: pKey, CCols: cc, Value: encs[i]}}}
+		if i > 0 {
+			batches[i].Requires = []int{i - 1}
+		}
+	}
+	for i, e := range events {
+		rows := appendRecordRows(nil, e)
+		for len(rows) > 0 {
+			n := 1
+			for n < len(rows) && string(rows[n].PKey) == string(rows[0].PKey) {
+				n++
+			}
+			b := storage.CondBatch{PKey: rows[0].PKey, Rows: rows[:n:n], Requires: []int{i}}
+			if w.o.Mode == ModeTrust0 {
+				b.Conds = make([]storage.Condition, n)
+				for k, r := range b.Rows {
+					b.Conds[k] = storage.Condition{CCols: r.CCols}
+				}
+			}
+			batches = append(batches, b)
+			recOf = append(recOf, i)
+			rows = rows[n:]
+		}
+	}
+	applied := make([]bool, len(batches))
+	if err := ma.ApplyBatchesIf(ctx, batches, applied); err != nil {
+		for i, e := range events {
+			errs[i] = fmt.Errorf("plog: partition %d offset %d: writing the group's events %d..%d and their records: %w", part, e.Offset, events[0].Offset, events[len(events)-1].Offset, err)
+		}
+		return
+	}
+	for i, e := range events {
+		if applied[i] {
+			continue
+		}
+		conflict := fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, part, e.Offset, w.o.Mode)
+		errs[i] = conflict
+		for m := i + 1; m < len(events); m++ {
+			errs[m] = fmt.Errorf("plog: partition %d offset %d: not written, after a conflict: %w", part, events[m].Offset, conflict)
+		}
+		break
+	}
+	for k, i := range recOf {
+		b := len(events) + k
+		if errs[i] == nil && !applied[b] {
+			errs[i] = w.recordConflict(ctx, events[i], batches[b].Rows)
 		}
 	}
 }

@@ -3,7 +3,7 @@ package plog
 import (
 	"context"
 	"errors"
-	"path/filepath"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,19 +11,14 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
-	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 )
 
-// eachStore runs f on a mem store and on a bbolt file (group commit).
+// eachStore runs f on mem and bbolt, each with its one-call path
+// (storage.MultiApplier) and with the storage contract's calls.
 func eachStore(t *testing.T, f func(t *testing.T, st storage.Storage)) {
-	t.Run("mem", func(t *testing.T) { f(t, newMem(t)) })
-	t.Run("bbolt", func(t *testing.T) {
-		st, err := boltdb.Open(filepath.Join(t.TempDir(), "group.db"), boltdb.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st)
-	})
+	drivertest.EachPath(t, f)
 }
 
 // groupOf returns events at offsets from..from+n-1, event i with records
@@ -162,4 +157,33 @@ func TestWriteGroupStorageError(t *testing.T) {
 	require.NoError(t, w.Stopped())
 	w.WriteGroup(context.Background(), groupOf(10, 2), errs)
 	require.NoError(t, errors.Join(errs...))
+}
+
+// failingMulti is a storage.MultiApplier whose ApplyBatchesIf fails.
+type failingMulti struct {
+	storage.Storage
+	err error
+}
+
+func (f failingMulti) ApplyBatchesIf(context.Context, []storage.CondBatch, []bool) error {
+	return f.err
+}
+
+// TestWriteGroupApplyError: a failed ApplyBatchesIf fails every event of
+// the group with its error (outcome unknown), without stopping the writer.
+func TestWriteGroupApplyError(t *testing.T) {
+	for _, mode := range []Mode{ModeTrust0, ModeTrust1} {
+		t.Run(mode.String(), func(t *testing.T) {
+			st := failingMulti{Storage: newMem(t), err: fmt.Errorf("boom: %w", storage.ErrUnknownOutcome)}
+			w := newWriter(t, st, mode)
+			errs := make([]error, 3)
+			w.WriteGroup(context.Background(), groupOf(10, 3), errs)
+			for i, err := range errs {
+				require.ErrorIs(t, err, storage.ErrUnknownOutcome, "event %d", i)
+				require.NotErrorIs(t, err, ErrConflict)
+				assert.Contains(t, err.Error(), fmt.Sprintf("offset %d", 10+i))
+			}
+			require.NoError(t, w.Stopped())
+		})
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // BenchWorkspaces is the number of workspaces the benchmarks' commands go
@@ -81,6 +82,66 @@ func RunGroupCommitBenchmarks(b *testing.B, st storage.Storage) {
 		b.Run("Grouped/"+mode.String()+"/4parts", func(b *testing.B) { benchGrouped(b, st, mode, 4, GroupClients) })
 	}
 	b.Run("RawGrouped", func(b *testing.B) { benchRawGrouped(b, st, 4*GroupClients) })
+	b.Run("RawLoop", func(b *testing.B) { benchRawLoop(b, st, 4, GroupClients) })
+}
+
+// benchRawLoop is the store's ceiling for the flow's bytes: one goroutine
+// commits, in one PutBatch each, the rows of parts*clients commands (every
+// client's command in one group, each client in the workspace runFlow's
+// would be in): per command its event and record, as plog writes them, and
+// its two numbers, as the sequencer's flush writes them; per partition its
+// next PLog offset. It reports cmds/s, and the
+// latency of a group as p50/p99.
+func benchRawLoop(b *testing.B, st storage.Storage, parts, clients int) {
+	ctx := context.Background()
+	ids := make([]isequencer.PartitionID, parts)
+	for i := range ids {
+		ids[i] = nextBenchPart()
+	}
+	group := parts * clients
+	e := newRawEvent()
+	var rows []storage.Row
+	lat := make([]time.Duration, 0, b.N/group+1)
+	commits0, _ := storeCommits(st)
+	b.ResetTimer()
+	began := time.Now()
+	for done := 0; done < b.N; {
+		rows = rows[:0]
+		n := min(group, b.N-done)
+		for c := range n {
+			part, client := ids[c%parts], c/parts
+			setRawEvent(&e, part, done/parts+client)
+			// The workspace client takes in round done/group of runFlow:
+			// the clients of a partition go over its workspaces from
+			// starting points spread over them.
+			e.WSID = WS(part, 1+(client*(BenchWorkspaces/clients)+done/group)%BenchWorkspaces)
+			enc, err := plog.AppendEncoded(nil, &e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows = append(rows, storage.Row{PKey: plog.EventPKey(part, e.Offset), CCols: plog.EventCCols(e.Offset), Value: enc})
+			rows = append(rows, storage.Row{PKey: plog.RecordPKey(e.WSID, plog.RecordID(e.Records[0])), CCols: plog.RecordCCols(plog.RecordID(e.Records[0])), Value: plog.RecordValue(e.Offset)})
+			for _, num := range e.Numbers {
+				rows = append(rows, storage.Row{PKey: vvmadapter.WSKey(App, e.WSID), CCols: vvmadapter.SeqCCols(num.SeqID), Value: vvmadapter.EncodeU64(uint64(num.Number) + 1)})
+			}
+			if c >= n-parts {
+				rows = append(rows, storage.Row{PKey: vvmadapter.PartKey(App, part), CCols: vvmadapter.PartCCols(0), Value: vvmadapter.EncodeU64(uint64(e.Offset) + 1)})
+			}
+		}
+		t0 := time.Now()
+		if err := st.PutBatch(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		done += n
+	}
+	elapsed := time.Since(began)
+	b.StopTimer()
+	report(b, lat, elapsed, "groups/s")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cmds/s")
+	if commits, ok := storeCommits(st); ok && commits > commits0 {
+		b.ReportMetric(float64(b.N)/float64(commits-commits0), "cmds/commit")
+	}
 }
 
 // benchFlow runs b.N commands over parts partitions with clients
@@ -134,6 +195,8 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 	}
 	workers := parts * clients
 	lat := make([][]time.Duration, workers)
+	groups0, events0 := groupStats(ps)
+	commits0, _ := storeCommits(st)
 	var busy atomic.Int64
 	var failed atomic.Value
 	b.ResetTimer()
@@ -177,16 +240,37 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 	wg.Wait()
 	endRun(b, lat, began, &failed, "cmds/s")
 	b.ReportMetric(float64(busy.Load())/float64(b.N), "busy/op")
+	if commits, ok := storeCommits(st); ok && commits > commits0 {
+		b.ReportMetric(float64(b.N)/float64(commits-commits0), "cmds/commit")
+	}
 	if mode == plog.ModeFenced || grouped {
-		groups, events := 0, 0
-		for _, p := range ps {
-			g, e := p.GroupStats()
-			groups, events = groups+g, events+e
-		}
-		if groups > 0 {
-			b.ReportMetric(float64(events)/float64(groups), "events/group")
+		groups, events := groupStats(ps)
+		if groups > groups0 {
+			b.ReportMetric(float64(events-events0)/float64(groups-groups0), "events/group")
 		}
 	}
+}
+
+// groupStats sums the partitions' GroupStats.
+func groupStats(ps []*apppart.Partition) (groups, events int) {
+	for _, p := range ps {
+		g, e := p.GroupStats()
+		groups, events = groups+g, events+e
+	}
+	return groups, events
+}
+
+// storeCommits returns the transactions committed by a store with group
+// commit (storage/boltdb); false for another store.
+func storeCommits(st storage.Storage) (uint64, bool) {
+	gc, ok := st.(interface {
+		GroupCommits() (commits, writes uint64)
+	})
+	if !ok {
+		return 0, false
+	}
+	commits, _ := gc.GroupCommits()
+	return commits, true
 }
 
 // benchRawGrouped writes b.N events with writers concurrent trust-2
@@ -196,6 +280,7 @@ func benchRawGrouped(b *testing.B, st storage.Storage, writers int) {
 	lat := make([][]time.Duration, writers)
 	var failed atomic.Value
 	var wg sync.WaitGroup
+	commits0, _ := storeCommits(st)
 	b.ResetTimer()
 	began := time.Now()
 	for i := range writers {
@@ -226,6 +311,9 @@ func benchRawGrouped(b *testing.B, st storage.Storage, writers int) {
 	}
 	wg.Wait()
 	endRun(b, lat, began, &failed, "events/s")
+	if commits, ok := storeCommits(st); ok && commits > commits0 {
+		b.ReportMetric(float64(b.N)/float64(commits-commits0), "events/commit")
+	}
 }
 
 func benchRawPLog(b *testing.B, st storage.Storage, mode plog.Mode) {

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"github.com/cqlseq/cqlseq/internal/groupq"
 	"github.com/cqlseq/cqlseq/storage"
 )
 
@@ -62,88 +63,59 @@ type request struct {
 
 // committer is the Store's group-commit goroutine and its queue.
 type committer struct {
-	signal chan struct{} // capacity 1: the queue grew or closed is set
+	queue  *groupq.Queue[*request]
 	done   chan struct{} // closed when run returns
 	before func(n int)   // called with each group's size; nil but in tests
 	// commits and writes count committed transactions and the requests
 	// they carried.
 	commits, writes atomic.Uint64
-	mu              struct {
-		sync.Mutex
-		queue  []*request
-		closed bool
-	}
 }
 
 func newCommitter(before func(n int)) *committer {
-	return &committer{before: before, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	return &committer{queue: groupq.New[*request](), before: before, done: make(chan struct{})}
 }
 
 // submit queues r; false once the committer is closed.
-func (c *committer) submit(r *request) bool {
-	c.mu.Lock()
-	if c.mu.closed {
-		c.mu.Unlock()
-		return false
-	}
-	c.mu.queue = append(c.mu.queue, r)
-	c.mu.Unlock()
-	c.wake()
-	return true
-}
-
-func (c *committer) wake() {
-	select {
-	case c.signal <- struct{}{}:
-	default:
-	}
-}
+func (c *committer) submit(r *request) bool { return c.queue.Put(r) }
 
 // take removes up to maxGroupWrites queued requests; closed reports that
 // the committer was closed and the queue is empty.
 func (c *committer) take() (group []*request, closed bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	q := c.mu.queue
-	if len(q) == 0 {
-		return nil, c.mu.closed
-	}
-	n := min(len(q), maxGroupWrites)
-	group = q[:n:n]
-	if c.mu.queue = q[n:]; len(c.mu.queue) == 0 {
-		c.mu.queue = nil
-	}
-	return group, false
+	return c.queue.Take(func([]*request) int { return maxGroupWrites })
 }
 
 // close makes later submits fail and waits until run has answered every
 // queued request and returned.
 func (c *committer) close() {
-	c.mu.Lock()
-	c.mu.closed = true
-	c.mu.Unlock()
-	c.wake()
+	c.queue.Close()
 	<-c.done
 }
 
 // runCommitter is the committer goroutine, owned by the Store: Close
-// stops it (after the sweeper, the other writer) and waits for it.
+// stops it (after the sweeper, the other writer) and waits for it. It
+// paces itself with a groupq.Pacer: after a commit it waits (at most half
+// the commit's duration) for the writers it answered to come back, so
+// that closed-loop writers share one commit instead of alternating.
 func (s *Store) runCommitter() {
 	c := s.commit
 	defer close(c.done)
+	var pace groupq.Pacer
 	for {
+		c.queue.Gather(&pace, nil)
 		group, closed := c.take()
 		if closed {
 			return
 		}
 		if group == nil {
-			<-c.signal
+			<-c.queue.Signal()
 			continue
 		}
 		if c.before != nil {
 			c.before(len(group))
 		}
+		began := time.Now()
 		s.commitGroup(group)
+		pace.Committed(began, len(group), c.queue.Len())
 	}
 }
 

@@ -17,11 +17,7 @@ import (
 )
 
 // queued returns how many requests wait for the committer.
-func (c *committer) queued() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.mu.queue)
-}
+func (c *committer) queued() int { return c.queue.Len() }
 
 // waitQueued waits (at most 30 s) until n requests wait for the committer.
 func waitQueued(t *testing.T, s *Store, n int) {

@@ -1,8 +1,8 @@
 // Package drivertest owns the shared test support of code written against
 // the storage contract: Each runs a test on every embedded driver (mem and
-// bbolt), and Counting counts a Storage's calls by operation. The drivers'
-// own conformance suite is package storagetest; fault injection is package
-// faulty.
+// bbolt; EachPath also with their optional interfaces hidden), and Counting
+// counts a Storage's calls by operation. The drivers' own conformance suite
+// is package storagetest; fault injection is package faulty.
 package drivertest
 
 import (
@@ -36,6 +36,23 @@ func Each(t *testing.T, f func(t *testing.T, st storage.Storage)) {
 		f(t, st)
 	})
 }
+
+// EachPath runs f as Each does, and then again as the subtest "contract"
+// over each driver wrapped in ContractOnly: code with a faster path for an
+// optional interface of the drivers (storage.MultiApplier) is tested on
+// both paths.
+func EachPath(t *testing.T, f func(t *testing.T, st storage.Storage)) {
+	Each(t, f)
+	t.Run("contract", func(t *testing.T) {
+		Each(t, func(t *testing.T, st storage.Storage) { f(t, ContractOnly(st)) })
+	})
+}
+
+// ContractOnly returns st with only the methods of storage.Storage: the
+// optional interfaces st implements (storage.MultiApplier) are hidden.
+func ContractOnly(st storage.Storage) storage.Storage { return contractOnly{st} }
+
+type contractOnly struct{ storage.Storage }
 
 // ops are the operation names Counting counts, in faulty's spelling.
 var ops = faulty.AllOps()

@@ -392,7 +392,9 @@ func Run(t *testing.T, h Harness) {
 		}
 		ev, rec := pk(t, "events"), pk(t, "records")
 		require.NoError(t, st.Put(ctx, ev, []byte("e2"), []byte("old")))
-		row := func(p []byte, cc, v string) storage.Row { return storage.Row{PKey: p, CCols: []byte(cc), Value: []byte(v)} }
+		row := func(p []byte, cc, v string) storage.Row {
+			return storage.Row{PKey: p, CCols: []byte(cc), Value: []byte(v)}
+		}
 		batches := []storage.CondBatch{
 			{PKey: ev, Conds: []storage.Condition{{CCols: []byte("e1")}}, Rows: []storage.Row{row(ev, "e1", "1")}},
 			{PKey: rec, Conds: []storage.Condition{{CCols: []byte("r1")}}, Rows: []storage.Row{row(rec, "r1", "1")}, Requires: []int{0}},

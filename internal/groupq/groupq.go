@@ -1,0 +1,153 @@
+// Package groupq owns the queue of a group committer: writers append
+// requests, one committer goroutine takes them in groups, in arrival
+// order, and paces itself so that closed-loop writers share commits.
+// storage/boltdb's committer (one bbolt transaction per group) and
+// apppart's (one event-log write per group) use it.
+package groupq
+
+import (
+	"sync"
+	"time"
+)
+
+// Queue is a FIFO of requests between writers and one committer. Safe for
+// concurrent use.
+type Queue[T any] struct {
+	signal chan struct{} // capacity 1: the queue grew or was closed
+	mu     struct {
+		sync.Mutex
+		items  []T
+		closed bool
+	}
+}
+
+// New returns an empty, open Queue.
+func New[T any]() *Queue[T] {
+	return &Queue[T]{signal: make(chan struct{}, 1)}
+}
+
+// Put appends x and wakes the committer; false (x not queued) once the
+// Queue is closed.
+func (q *Queue[T]) Put(x T) bool {
+	q.mu.Lock()
+	if q.mu.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.mu.items = append(q.mu.items, x)
+	q.mu.Unlock()
+	q.wake()
+	return true
+}
+
+func (q *Queue[T]) wake() {
+	select {
+	case q.signal <- struct{}{}:
+	default:
+	}
+}
+
+// Signal is sent on (at most one pending send) when the Queue grows or is
+// closed: the committer waits on it when Take found nothing.
+func (q *Queue[T]) Signal() <-chan struct{} { return q.signal }
+
+// Take removes the first n(items) requests, n called under the Queue's
+// lock with the queued requests (at least one) and returning 1..len.
+// It returns nil when the Queue is empty; closed reports that it is also
+// closed.
+func (q *Queue[T]) Take(n func(items []T) int) (group []T, closed bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.mu.items
+	if len(items) == 0 {
+		return nil, q.mu.closed
+	}
+	k := max(1, min(len(items), n(items)))
+	group = items[:k:k]
+	if q.mu.items = items[k:]; len(q.mu.items) == 0 {
+		q.mu.items = nil
+	}
+	return group, false
+}
+
+// Close makes later Puts fail and wakes the committer. Queued requests
+// stay for Take and Drain.
+func (q *Queue[T]) Close() {
+	q.mu.Lock()
+	q.mu.closed = true
+	q.mu.Unlock()
+	q.wake()
+}
+
+// Drain removes and returns every queued request.
+func (q *Queue[T]) Drain() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.mu.items
+	q.mu.items = nil
+	return items
+}
+
+// Len returns the number of queued requests.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.mu.items)
+}
+
+// Pacer decides how long the committer waits before it takes a group.
+//
+// Closed-loop writers (each waits for its request's answer before its
+// next request) split into two cohorts when the committer takes a group as
+// soon as it is free: the requests answered by a commit come back while
+// the next commit runs with the requests that arrived during the last
+// one, so the cohorts commit in turn and each request waits for two
+// commits. After each commit the Pacer expects the requests it answered to
+// come back, and Gather waits for them, but never longer than half the
+// last commit's duration after it. A lone writer's last group held its
+// request alone and the queue was empty, so it is expected back alone:
+// Gather returns as soon as it arrives, and a group never waits for
+// writers that do not exist.
+type Pacer struct {
+	expect   int       // requests expected in the queue
+	deadline time.Time // the latest end of the wait
+}
+
+// Committed records a commit that began at began, answered answered
+// requests and returned just now, with queued requests waiting.
+func (p *Pacer) Committed(began time.Time, answered, queued int) {
+	now := time.Now()
+	p.expect = answered + queued
+	p.deadline = now.Add(now.Sub(began) / 2)
+}
+
+// Gather waits until q holds the requests p expects, p's deadline has
+// passed, q is closed or empty (the committer then waits on Signal), or
+// stop is closed.
+func (q *Queue[T]) Gather(p *Pacer, stop <-chan struct{}) {
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
+	for {
+		q.mu.Lock()
+		n, closed := len(q.mu.items), q.mu.closed
+		q.mu.Unlock()
+		wait := time.Until(p.deadline)
+		if n == 0 || n >= p.expect || closed || wait <= 0 {
+			return
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+		}
+		select {
+		case <-q.signal:
+		case <-stop:
+			return
+		case <-t.C:
+			return
+		}
+	}
+}
