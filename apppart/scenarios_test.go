@@ -1,31 +1,28 @@
 package apppart_test
 
 import (
-	"path/filepath"
+	"context"
+	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
-	"github.com/cqlseq/cqlseq/storage/mem"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
 )
 
-// drivers runs f on each embedded driver, on a fresh store.
+// drivers runs f on each embedded driver (drivertest.Each); bolt tells
+// which.
 func drivers(t *testing.T, f func(t *testing.T, st storage.Storage, bolt bool)) {
-	t.Run("mem", func(t *testing.T) {
-		st := mem.New(mem.Options{})
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st, false)
-	})
-	t.Run("bbolt", func(t *testing.T) {
-		st, err := boltdb.Open(filepath.Join(t.TempDir(), "part.db"), boltdb.Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = st.Close() })
-		f(t, st, true)
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+		_, bolt := st.(*boltdb.Store)
+		f(t, st, bolt)
 	})
 }
 
@@ -78,5 +75,97 @@ func TestCorruptTailKeepsRetrying(t *testing.T) {
 func TestModeChangesReissueNoNumber(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
 		appparttest.ModeChangesReissueNoNumber(t, st, 40)
+	})
+}
+
+// TestTrust0ConflictInGroupFailsOneCommand: trust 0 writing in groups, a
+// record planted under the ID one command of a group takes fails that
+// command alone (ErrConflict; the partition stops after the group); its
+// neighbours in the same group, before and after it, are acknowledged
+// with their events and records stored.
+func TestTrust0ConflictInGroupFailsOneCommand(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+		ctx := context.Background()
+		const part = 70
+		hold, release := make(chan struct{}), make(chan struct{})
+		var armed atomic.Bool
+		var groups atomic.Int32
+		entered := make(chan struct{}, 16) // a Do has passed its checks and is about to queue
+		o := appparttest.Options(st, part, plog.ModeTrust0)
+		o.GroupWrites = true
+		o.Hooks.AfterLeaseCheck = func() {
+			if armed.Load() {
+				entered <- struct{}{}
+			}
+		}
+		o.Hooks.BeforeGroupWrite = func(first, last isequencer.PLogOffset) {
+			if armed.Load() && groups.Add(1) == 1 { // hold the first group while the next fills
+				close(hold)
+				<-release
+			}
+		}
+		p := appparttest.Open(t, o)
+		// Past the initial actualization (ErrBusy until then).
+		_, err := appparttest.Do(t, p, appparttest.Cmd(appparttest.WS(part, 10)))
+		require.NoError(t, err)
+		armed.Store(true)
+		// Each workspace's first record ID is FirstRecordID: plant it in
+		// workspace 3.
+		planted := plog.RecordID(appparttest.FirstRecordID)
+		require.NoError(t, st.Put(ctx, plog.RecordPKey(appparttest.WS(part, 3), planted), plog.RecordCCols(planted), []byte{1}))
+
+		type outcome struct {
+			r   apppart.Result
+			err error
+		}
+		run := func(ws int) <-chan outcome {
+			c := make(chan outcome, 1)
+			go func() {
+				r, err := p.Do(ctx, appparttest.Cmd(appparttest.WS(part, ws)))
+				c <- outcome{r, err}
+			}()
+			return c
+		}
+		first := run(1)
+		<-entered
+		<-hold
+		// Queued in offset order behind the held group: one group. A
+		// command queues under the partition's lock after it entered, so
+		// once a later one entered, the one before it has queued: the
+		// probe (workspace 6) entering shows that workspaces 2 to 5 are
+		// queued.
+		var rest []<-chan outcome
+		for ws := 2; ws <= 5; ws++ {
+			rest = append(rest, run(ws))
+			<-entered
+		}
+		probe := run(6)
+		<-entered
+		close(release)
+		require.NoError(t, (<-first).err)
+		for i, c := range rest {
+			ws := i + 2
+			got := <-c
+			if ws == 3 {
+				require.ErrorIs(t, got.err, plog.ErrConflict, "workspace 3")
+				require.ErrorIs(t, got.err, apppart.ErrStopped)
+				continue
+			}
+			require.NoError(t, got.err, "workspace %d: a neighbour's conflict is not its own", ws)
+			_, ok, err := st.Get(ctx, plog.EventPKey(part, got.r.Offset), plog.EventCCols(got.r.Offset))
+			require.NoError(t, err)
+			assert.True(t, ok, "workspace %d: event stored", ws)
+			rec := plog.RecordID(got.r.Numbers[1])
+			_, ok, err = st.Get(ctx, plog.RecordPKey(appparttest.WS(part, ws), rec), plog.RecordCCols(rec))
+			require.NoError(t, err)
+			assert.True(t, ok, "workspace %d: record stored", ws)
+		}
+		// The probe made the group or came after it, when the partition had
+		// stopped.
+		if err := (<-probe).err; err != nil {
+			require.ErrorIs(t, err, apppart.ErrStopped, "the probe")
+		}
+		_, err = p.Do(ctx, appparttest.Cmd(appparttest.WS(part, 7)))
+		require.ErrorIs(t, err, apppart.ErrStopped)
 	})
 }

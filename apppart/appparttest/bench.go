@@ -90,8 +90,9 @@ func RunGroupCommitBenchmarks(b *testing.B, st storage.Storage) {
 // client's command in one group, each client in the workspace runFlow's
 // would be in): per command its event and record, as plog writes them, and
 // its two numbers, as the sequencer's flush writes them; per partition its
-// next PLog offset. It reports cmds/s, and the
-// latency of a group as p50/p99.
+// next PLog offset. It reports cmds/s over the time spent in PutBatch
+// (wall-cmds/s also counts building the rows), and the latency of a
+// group's PutBatch as p50/p99.
 func benchRawLoop(b *testing.B, st storage.Storage, parts, clients int) {
 	ctx := context.Background()
 	ids := make([]isequencer.PartitionID, parts)
@@ -137,8 +138,15 @@ func benchRawLoop(b *testing.B, st storage.Storage, parts, clients int) {
 	}
 	elapsed := time.Since(began)
 	b.StopTimer()
+	var committing time.Duration
+	for _, d := range lat {
+		committing += d
+	}
 	report(b, lat, elapsed, "groups/s")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "cmds/s")
+	// The ceiling: commands per second of PutBatch, the rows built
+	// beforehand (as the flow builds them while the store commits).
+	b.ReportMetric(float64(b.N)/committing.Seconds(), "cmds/s")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "wall-cmds/s")
 	if commits, ok := storeCommits(st); ok && commits > commits0 {
 		b.ReportMetric(float64(b.N)/float64(commits-commits0), "cmds/commit")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -28,9 +29,11 @@ func child(args ...string) *exec.Cmd {
 
 // TestCrashBBolt SIGKILLs `cqlseq bench` on a bbolt file (fsync on, 4
 // partitions x 16 clients) at random instants, restarting it on the same
-// file each time, one file per mode, and runs `cqlseq verify` after every
-// kill: it must find nothing (no number twice, no stored number below an
-// event's, no stored offset past the log).
+// file each time, one file and one ack log (bench --ack-log) per mode, and
+// runs `cqlseq verify --acks` after every kill: it must find nothing (no
+// number twice, no stored number below an event's, no stored offset past
+// the log, and every acknowledged command's event in the log with exactly
+// its numbers: none lost).
 func TestCrashBBolt(t *testing.T) {
 	kills := 8
 	if s := os.Getenv(crashKillsEnv); s != "" {
@@ -43,11 +46,12 @@ func TestCrashBBolt(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	dir := t.TempDir()
 	modes := []string{"trust0", "trust1", "trust2", "fenced"}
+	acked := map[string]int{} // by mode: the commands in its ack log
 	for k := range kills {
 		mode := modes[k%len(modes)]
 		file := filepath.Join(dir, mode+".db")
 		bench := child("bench", "--store", "bbolt", "--file", file, "--mode", mode, "--partitions", "4",
-			"--concurrency", "16", "--duration", "1m", "--no-progress", "--log-level", "error")
+			"--concurrency", "16", "--duration", "1m", "--no-progress", "--log-level", "error", "--ack-log", file+".acks")
 		var out bytes.Buffer
 		bench.Stdout, bench.Stderr = &out, &out
 		require.NoError(t, bench.Start())
@@ -58,14 +62,26 @@ func TestCrashBBolt(t *testing.T) {
 		err := bench.Wait()
 		require.Error(t, err, "bench ended before the kill: %s", out.String())
 
-		verify := child("verify", "--file", file, "--partition", "0,1,2,3")
+		report := filepath.Join(dir, "verify.json")
+		verify := child("verify", "--file", file, "--partition", "0,1,2,3", "--acks", file+".acks", "--json", report)
 		got, err := verify.CombinedOutput()
 		require.NoError(t, err, "kill %d (%s): verify found a problem:\n%s", k+1, mode, got)
+		var r struct {
+			Acks struct {
+				Acks     int    `json:"acks"`
+				Problems uint64 `json:"problems"`
+			} `json:"acks"`
+		}
+		b, err := os.ReadFile(report)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &r))
+		require.Zero(t, r.Acks.Problems, "kill %d (%s): %s", k+1, mode, got)
+		acked[mode] = r.Acks.Acks
 		if k < len(modes) {
 			t.Logf("kill %d (%s): %s", k+1, mode, firstLine(got))
 		}
 	}
-	t.Logf("%d kills, verify found nothing after any of them", kills)
+	t.Logf("%d kills, verify found nothing after any of them; acknowledged commands checked, none lost: %v", kills, acked)
 }
 
 func firstLine(b []byte) string {

@@ -104,7 +104,7 @@ func (q *Queue[T]) Len() int {
 // one, so the cohorts commit in turn and each request waits for two
 // commits. After each commit the Pacer expects the requests it answered to
 // come back, and Gather waits for them, but never longer than half the
-// last commit's duration after it. A lone writer's last group held its
+// last commit's duration after it (and MaxGather). A lone writer's last group held its
 // request alone and the queue was empty, so it is expected back alone:
 // Gather returns as soon as it arrives, and a group never waits for
 // writers that do not exist.
@@ -113,12 +113,16 @@ type Pacer struct {
 	deadline time.Time // the latest end of the wait
 }
 
+// MaxGather caps Gather's wait: a commit slowed down by a stall does not
+// hold the next group back for half the stall.
+const MaxGather = 5 * time.Millisecond
+
 // Committed records a commit that began at began, answered answered
 // requests and returned just now, with queued requests waiting.
 func (p *Pacer) Committed(began time.Time, answered, queued int) {
 	now := time.Now()
 	p.expect = answered + queued
-	p.deadline = now.Add(now.Sub(began) / 2)
+	p.deadline = now.Add(min(now.Sub(began)/2, MaxGather))
 }
 
 // Gather waits until q holds the requests p expects, p's deadline has
