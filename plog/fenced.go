@@ -327,13 +327,8 @@ func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKe
 		recs = appendRecordRows(recs, e)
 	}
 	slices.SortStableFunc(recs, func(a, b storage.Row) int { return bytes.Compare(a.PKey, b.PKey) })
-	for len(recs) > 0 {
-		n := 1
-		for n < len(recs) && bytes.Equal(recs[n].PKey, recs[0].PKey) {
-			n++
-		}
-		batches = append(batches, storage.CondBatch{PKey: recs[0].PKey, Rows: recs[:n:n], Requires: []int{0}})
-		recs = recs[n:]
+	for run := range partitionRuns(recs) {
+		batches = append(batches, storage.CondBatch{PKey: run[0].PKey, Rows: run, Requires: []int{0}})
 	}
 	applied := make([]bool, len(batches))
 	err = ma.ApplyBatchesIf(ctx, batches, applied)

@@ -125,22 +125,13 @@ func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, 
 		}
 	}
 	for i, e := range events {
-		rows := appendRecordRows(nil, e)
-		for len(rows) > 0 {
-			n := 1
-			for n < len(rows) && string(rows[n].PKey) == string(rows[0].PKey) {
-				n++
-			}
-			b := storage.CondBatch{PKey: rows[0].PKey, Rows: rows[:n:n], Requires: []int{i}}
+		for run := range partitionRuns(appendRecordRows(nil, e)) {
+			b := storage.CondBatch{PKey: run[0].PKey, Rows: run, Requires: []int{i}}
 			if w.o.Mode == ModeTrust0 {
-				b.Conds = make([]storage.Condition, n)
-				for k, r := range b.Rows {
-					b.Conds[k] = storage.Condition{CCols: r.CCols}
-				}
+				b.Conds = absent(run)
 			}
 			batches = append(batches, b)
 			recOf = append(recOf, i)
-			rows = rows[n:]
 		}
 	}
 	applied := make([]bool, len(batches))
@@ -256,14 +247,8 @@ func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs [
 	}
 	var batches []*batch
 	for i, e := range events {
-		rows := appendRecordRows(nil, e)
-		for len(rows) > 0 {
-			n := 1
-			for n < len(rows) && string(rows[n].PKey) == string(rows[0].PKey) {
-				n++
-			}
-			batches = append(batches, &batch{event: i, rows: rows[:n:n]})
-			rows = rows[n:]
+		for run := range partitionRuns(appendRecordRows(nil, e)) {
+			batches = append(batches, &batch{event: i, rows: run})
 		}
 	}
 	var wg sync.WaitGroup
@@ -271,11 +256,7 @@ func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conds := make([]storage.Condition, len(b.rows))
-			for i, r := range b.rows {
-				conds[i] = storage.Condition{CCols: r.CCols}
-			}
-			b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, conds, b.rows)
+			b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, absent(b.rows), b.rows)
 		}()
 	}
 	wg.Wait()

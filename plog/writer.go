@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -153,20 +154,38 @@ func appendRecordRows(rows []storage.Row, e *Event) []storage.Row {
 	return rows
 }
 
+// partitionRuns yields the runs of rows that share a partition key, in
+// order (rows sorted by it, as appendRecordRows leaves an event's), each
+// with its capacity clipped.
+func partitionRuns(rows []storage.Row) iter.Seq[[]storage.Row] {
+	return func(yield func([]storage.Row) bool) {
+		for len(rows) > 0 {
+			n := 1
+			for n < len(rows) && bytes.Equal(rows[n].PKey, rows[0].PKey) {
+				n++
+			}
+			if !yield(rows[:n:n]) {
+				return
+			}
+			rows = rows[n:]
+		}
+	}
+}
+
+// absent returns the conditions that rows do not exist.
+func absent(rows []storage.Row) []storage.Condition {
+	conds := make([]storage.Condition, len(rows))
+	for i, r := range rows {
+		conds[i] = storage.Condition{CCols: r.CCols}
+	}
+	return conds
+}
+
 // insertRecordsLocked inserts rows (grouped by pKey) with one conditional
 // batch per storage partition.
 func (w *Writer) insertRecordsLocked(ctx context.Context, e *Event, rows []storage.Row) error {
-	for len(rows) > 0 {
-		n := 1
-		for n < len(rows) && string(rows[n].PKey) == string(rows[0].PKey) {
-			n++
-		}
-		group := rows[:n]
-		rows = rows[n:]
-		conds := make([]storage.Condition, len(group))
-		for i, r := range group {
-			conds[i] = storage.Condition{CCols: r.CCols}
-		}
+	for group := range partitionRuns(rows) {
+		conds := absent(group)
 		ok, err := w.o.Storage.ApplyBatchIf(ctx, group[0].PKey, conds, group)
 		if err != nil {
 			return fmt.Errorf("plog: partition %d offset %d: inserting %d records of WSID %d: %w", w.o.Partition, e.Offset, len(group), e.WSID, err)

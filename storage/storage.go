@@ -147,6 +147,26 @@ type CondBatch struct {
 	Requires []int
 }
 
+// Holds reports whether c holds for a row with value value (exists) or
+// for a missing row (!exists).
+func (c Condition) Holds(value []byte, exists bool) bool {
+	if c.Expected == nil {
+		return !exists
+	}
+	return exists && bytes.Equal(value, c.Expected)
+}
+
+// Ready reports whether every batch b requires is applied in applied (the
+// outcomes so far of its MultiApplier call).
+func (b CondBatch) Ready(applied []bool) bool {
+	for _, k := range b.Requires {
+		if !applied[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // MultiApplier is implemented by a store that can apply conditional batches
 // of several partitions in one atomic transaction: the embedded drivers
 // (storage/boltdb, storage/mem), not CQL, whose conditional batches span one

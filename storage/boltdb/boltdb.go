@@ -642,7 +642,7 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 			if err != nil {
 				return err
 			}
-			if c.Expected == nil && exists || c.Expected != nil && (!exists || !bytes.Equal(v, c.Expected)) {
+			if !c.Holds(v, exists) {
 				return nil
 			}
 		}
@@ -691,17 +691,15 @@ func (s *Store) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch,
 		clear(applied)
 	batch:
 		for i, b := range batches {
-			for _, k := range b.Requires {
-				if !applied[k] {
-					continue batch
-				}
+			if !b.Ready(applied) {
+				continue
 			}
 			for j, c := range b.Conds {
 				v, _, exists, err := live(w.rows, keys[i].conds[j], w.now)
 				if err != nil {
 					return err
 				}
-				if c.Expected == nil && exists || c.Expected != nil && (!exists || !bytes.Equal(v, c.Expected)) {
+				if !c.Holds(v, exists) {
 					continue batch
 				}
 			}

@@ -246,8 +246,7 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	}
 	defer s.mu.Unlock()
 	for _, c := range conds {
-		v, ok := s.getLocked(pKey, c.CCols)
-		if c.Expected == nil && ok || c.Expected != nil && (!ok || !bytes.Equal(v, c.Expected)) {
+		if v, ok := s.getLocked(pKey, c.CCols); !c.Holds(v, ok) {
 			return false, nil
 		}
 	}
@@ -271,14 +270,11 @@ func (s *Store) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch,
 	defer s.mu.Unlock()
 batch:
 	for i, b := range batches {
-		for _, k := range b.Requires {
-			if !applied[k] {
-				continue batch
-			}
+		if !b.Ready(applied) {
+			continue
 		}
 		for _, c := range b.Conds {
-			v, ok := s.getLocked(b.PKey, c.CCols)
-			if c.Expected == nil && ok || c.Expected != nil && (!ok || !bytes.Equal(v, c.Expected)) {
+			if v, ok := s.getLocked(b.PKey, c.CCols); !c.Holds(v, ok) {
 				continue batch
 			}
 		}
