@@ -84,21 +84,13 @@ func clusterConfigs(dir string, n, nativePort, storagePort int, crashSafe bool) 
 // process even if the caller is killed during the start. On failure
 // StartCluster stops every node it started and removes the directory.
 func StartCluster(ctx context.Context, o Options, n int, save func(*Cluster) error) (*Cluster, error) {
-	o.EnsureDefaults()
-	errs := []error{o.Validate()}
+	var invalid error
 	if n < 1 || n > MaxNodes {
-		errs = append(errs, fmt.Errorf("%w: %d nodes: want 1..%d", ErrInvalidOptions, n, MaxNodes))
+		invalid = fmt.Errorf("%w: %d nodes: want 1..%d", ErrInvalidOptions, n, MaxNodes)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	lib, err := prepare(ctx, o)
+	lib, dir, err := setUp(ctx, &o, invalid, "cqlseq-cluster-")
 	if err != nil {
 		return nil, err
-	}
-	dir, err := os.MkdirTemp(o.RunDir, "cqlseq-cluster-")
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	c := &Cluster{Dir: dir}
 	fail := func(err error) (*Cluster, error) {

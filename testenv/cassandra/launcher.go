@@ -267,17 +267,9 @@ type Instance struct {
 // query succeeds. On failure it stops what it started and returns an error
 // with the tail of the server's log.
 func Start(ctx context.Context, o Options) (*Instance, error) {
-	o.EnsureDefaults()
-	if err := o.Validate(); err != nil {
-		return nil, err
-	}
-	lib, err := prepare(ctx, o)
+	lib, dir, err := setUp(ctx, &o, nil, "cqlseq-cassandra-")
 	if err != nil {
 		return nil, err
-	}
-	dir, err := os.MkdirTemp(o.RunDir, "cqlseq-cassandra-")
-	if err != nil {
-		return nil, fmt.Errorf("cassandra: %w", err)
 	}
 	inst, err := start(ctx, o, lib, dir)
 	if err != nil {
@@ -285,6 +277,24 @@ func Start(ctx context.Context, o Options) (*Instance, error) {
 		return nil, err
 	}
 	return inst, nil
+}
+
+// setUp is the start of Start and StartCluster: it sets o's defaults,
+// validates it (joining invalid, the caller's own finding, if any),
+// prepares the jars and makes a fresh run directory named with prefix. It
+// returns the jars' directory and the run directory.
+func setUp(ctx context.Context, o *Options, invalid error, prefix string) (lib, dir string, err error) {
+	o.EnsureDefaults()
+	if err := errors.Join(o.Validate(), invalid); err != nil {
+		return "", "", err
+	}
+	if lib, err = prepare(ctx, *o); err != nil {
+		return "", "", err
+	}
+	if dir, err = os.MkdirTemp(o.RunDir, prefix); err != nil {
+		return "", "", fmt.Errorf("cassandra: %w", err)
+	}
+	return lib, dir, nil
 }
 
 // prepare checks the tools, fetches the jars (returning their directory)
