@@ -96,8 +96,9 @@ func pacer(expect int) *Pacer {
 // none queued expects one back, and Gather returns as soon as it is there.
 func TestGatherLoneWriterDoesNotWait(t *testing.T) {
 	var p Pacer
-	p.Committed(time.Now().Add(-2*time.Hour), 1, 0) // an hour's deadline
+	p.Committed(time.Now(), 1, 0)
 	assert.Equal(t, 1, p.expect)
+	p.deadline = time.Now().Add(time.Hour)
 	q := New[int]()
 	q.Put(1)
 	returned(t, gather(q, &p, nil), "one expected, one queued")
@@ -109,8 +110,9 @@ func TestGatherLoneWriterDoesNotWait(t *testing.T) {
 // Gather waits until 3 are queued.
 func TestGatherWaitsForTheAnsweredWriters(t *testing.T) {
 	var p Pacer
-	p.Committed(time.Now().Add(-2*time.Hour), 2, 1)
+	p.Committed(time.Now(), 2, 1)
 	assert.Equal(t, 3, p.expect)
+	p.deadline = time.Now().Add(time.Hour)
 	q := New[int]()
 	q.Put(1)
 	done := gather(q, &p, nil)
@@ -119,6 +121,18 @@ func TestGatherWaitsForTheAnsweredWriters(t *testing.T) {
 	notReturned(t, done, "2 of 3")
 	q.Put(3)
 	returned(t, done, "3 of 3")
+}
+
+// TestCommittedDeadline: Gather waits at most half the commit's duration,
+// and never more than MaxGather.
+func TestCommittedDeadline(t *testing.T) {
+	var p Pacer
+	before := time.Now()
+	p.Committed(before.Add(-4*time.Millisecond), 1, 0)
+	assert.False(t, p.deadline.Before(before.Add(2*time.Millisecond)), "half of a 4 ms commit")
+	assert.False(t, p.deadline.After(time.Now().Add(MaxGather)))
+	p.Committed(time.Now().Add(-time.Hour), 1, 0)
+	assert.False(t, p.deadline.After(time.Now().Add(MaxGather)), "a stalled commit: capped")
 }
 
 func TestGatherEnds(t *testing.T) {
