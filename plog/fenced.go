@@ -270,15 +270,14 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 		}
 		w.mu.conds, w.mu.rows = conds, rows
 		ok, withRecords, err := w.applyChunkLocked(ctx, chunk, pKey, conds, rows)
-		if withRecords && ok && err == nil {
-			w.mu.fencedBlock, w.mu.hasFenced = block, true
-			return nil
-		}
 		if err != nil {
 			return fmt.Errorf("plog: partition %d offsets %d..%d (epoch %d): writing %d events: %w", part, first, last, epoch, len(chunk), err)
 		}
 		if ok {
 			w.mu.fencedBlock, w.mu.hasFenced = block, true
+			if withRecords {
+				return nil
+			}
 			break
 		}
 		fence, exists, err := ReadFence(ctx, w.o.Storage, part, first)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/cqlseq/cqlseq/storage"
@@ -141,16 +142,8 @@ func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, 
 		}
 		return
 	}
-	for i, e := range events {
-		if applied[i] {
-			continue
-		}
-		conflict := fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, part, e.Offset, w.o.Mode)
-		errs[i] = conflict
-		for m := i + 1; m < len(events); m++ {
-			errs[m] = fmt.Errorf("plog: partition %d offset %d: not written, after a conflict: %w", part, events[m].Offset, conflict)
-		}
-		break
+	if i := slices.Index(applied[:len(events)], false); i >= 0 {
+		w.failFromConflict(events, errs, i)
 	}
 	for k, i := range recOf {
 		b := len(events) + k
@@ -221,11 +214,7 @@ func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [
 					return fail(k, fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err))
 				}
 				if !ok {
-					conflict := fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, part, e.Offset, w.o.Mode)
-					errs[k] = conflict
-					for m := k + 1; m < len(events); m++ {
-						errs[m] = fmt.Errorf("plog: partition %d offset %d: not written, after a conflict: %w", part, events[m].Offset, conflict)
-					}
+					w.failFromConflict(events, errs, k)
 					return k
 				}
 			}
@@ -233,6 +222,17 @@ func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [
 		i = j
 	}
 	return len(events)
+}
+
+// failFromConflict sets errs for a group whose event k found an event stored
+// at its offset: k's error wraps ErrConflict, and the events after it are
+// not written.
+func (w *Writer) failFromConflict(events []*Event, errs []error, k int) {
+	conflict := w.conflictAt(events[k].Offset)
+	errs[k] = conflict
+	for m := k + 1; m < len(events); m++ {
+		errs[m] = fmt.Errorf("plog: partition %d offset %d: not written, after a conflict: %w", w.o.Partition, events[m].Offset, conflict)
+	}
 }
 
 // insertGroupRecords inserts the records of events (whose events are

@@ -123,7 +123,7 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 		return fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err)
 	}
 	if !ok {
-		return w.stopLocked(fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, part, e.Offset, w.o.Mode))
+		return w.stopLocked(w.conflictAt(e.Offset))
 	}
 	if len(e.Records) == 0 {
 		return nil
@@ -152,6 +152,12 @@ func appendRecordRows(rows []storage.Row, e *Event) []storage.Row {
 	}
 	slices.SortStableFunc(rows[first:], func(a, b storage.Row) int { return bytes.Compare(a.PKey, b.PKey) })
 	return rows
+}
+
+// conflictAt is the error of an event refused because one is stored at
+// its offset.
+func (w *Writer) conflictAt(off isequencer.PLogOffset) error {
+	return fmt.Errorf("%w: partition %d offset %d: an event is already stored at this offset (mode %v); not overwritten", ErrConflict, w.o.Partition, off, w.o.Mode)
 }
 
 // partitionRuns yields the runs of rows that share a partition key, in

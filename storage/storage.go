@@ -187,6 +187,14 @@ type MultiApplier interface {
 	ApplyBatchesIf(ctx context.Context, batches []CondBatch, applied []bool) error
 }
 
+// ApplyOne is ApplyBatchIf for a driver that is a MultiApplier: one batch
+// of ApplyBatchesIf.
+func ApplyOne(ctx context.Context, ma MultiApplier, pKey []byte, conds []Condition, rows []Row) (bool, error) {
+	var applied [1]bool
+	err := ma.ApplyBatchesIf(ctx, []CondBatch{{PKey: pKey, Conds: conds, Rows: rows}}, applied[:])
+	return applied[0], err
+}
+
 // ValidateBatches reports the first problem ApplyBatchesIf refuses in
 // batches or applied (see MultiApplier), wrapping ErrInvalidArgument.
 // Drivers call it so that all refuse the same arguments.

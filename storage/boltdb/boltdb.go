@@ -612,49 +612,9 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 	return ok && err == nil, err
 }
 
-// ApplyBatchIf implements storage.Storage.
-func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (ok bool, err error) {
-	if len(pKey) == 0 {
-		return false, invalid("empty partition key")
-	}
-	condKeys := make([][]byte, len(conds))
-	for i, c := range conds {
-		if condKeys[i], err = makeRowKey(pKey, c.CCols); err != nil {
-			return false, fmt.Errorf("%w (condition %d)", err, i)
-		}
-	}
-	rowKeys := make([][]byte, len(rows))
-	for i, r := range rows {
-		if !bytes.Equal(r.PKey, pKey) {
-			return false, invalid("ApplyBatchIf row %d in another partition", i)
-		}
-		if rowKeys[i], err = makeRowKey(pKey, r.CCols); err != nil {
-			return false, fmt.Errorf("%w (row %d)", err, i)
-		}
-		if err := checkValue(r.Value); err != nil {
-			return false, fmt.Errorf("%w (row %d)", err, i)
-		}
-	}
-	err = s.update(ctx, true, func(w *writer) error {
-		ok = false
-		for i, c := range conds {
-			v, _, exists, err := live(w.rows, condKeys[i], w.now)
-			if err != nil {
-				return err
-			}
-			if !c.Holds(v, exists) {
-				return nil
-			}
-		}
-		for i, r := range rows {
-			if err := w.put(rowKeys[i], r.Value, 0); err != nil {
-				return err
-			}
-		}
-		ok = true
-		return nil
-	})
-	return ok && err == nil, err
+// ApplyBatchIf implements storage.Storage: one batch of ApplyBatchesIf.
+func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	return storage.ApplyOne(ctx, s, pKey, conds, rows)
 }
 
 var _ storage.MultiApplier = (*Store)(nil)

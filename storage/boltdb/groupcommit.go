@@ -21,9 +21,10 @@ const maxGroupWrites = 1024
 // writes, Reclaim's deletes) is a request to the Store's committer
 // goroutine, which runs every request waiting for it in one bbolt write
 // transaction with one commit (one fsync unless Options.NoSync), then
-// answers each with its own result. A group closes as soon as the
-// committer is free: a lone writer waits for no one, and writers that
-// arrive during a commit share the next one.
+// answers each with its own result. Writers that arrive during a commit
+// share the next one; after a commit the committer waits briefly for the
+// writers it answered (groupq.Pacer, see runCommitter), but a lone writer
+// waits for no one.
 //
 // Each request keeps the semantics it had alone:
 //   - a condition that does not hold (an existing row for

@@ -289,6 +289,36 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	return ok && err == nil, err
 }
 
+// Multi returns s with storage.MultiApplier's ApplyBatchesIf too
+// (operation OpApplyBatchesIf) when the inner Storage is a MultiApplier,
+// so that callers keep their one-call path; else s itself. The result
+// shares s's rules and counts.
+func (s *Store) Multi() storage.Storage {
+	if ma, ok := s.inner.(storage.MultiApplier); ok {
+		return &multiStore{Store: s, multi: ma}
+	}
+	return s
+}
+
+// multiStore is Store over a storage.MultiApplier.
+type multiStore struct {
+	*Store
+	multi storage.MultiApplier
+}
+
+var _ storage.MultiApplier = (*multiStore)(nil)
+
+// ApplyBatchesIf implements storage.MultiApplier. An injected error (after
+// the call, too) leaves applied all false, as the interface says of any
+// error.
+func (m *multiStore) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+	err := m.do(ctx, OpApplyBatchesIf, func() error { return m.multi.ApplyBatchesIf(ctx, batches, applied) })
+	if err != nil {
+		clear(applied)
+	}
+	return err
+}
+
 // QueryTTL implements storage.Storage.
 func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (ttl time.Duration, ok bool, err error) {
 	err = s.doKey(ctx, OpQueryTTL, cCols, func() (err error) {

@@ -351,3 +351,40 @@ func TestCColsMatchesOneClusteringKey(t *testing.T) {
 	assert.Zero(t, s.InjectedOn(faulty.OpPutBatch))
 	assert.Equal(t, uint64(3), s.Injected())
 }
+
+// TestMultiKeepsApplyBatchesIf: over a storage.MultiApplier, Multi offers
+// ApplyBatchesIf under the store's rules (by its name, and under a rule
+// for every operation); over another store it is the store itself.
+func TestMultiKeepsApplyBatchesIf(t *testing.T) {
+	batch := func(cc string) []storage.CondBatch {
+		return []storage.CondBatch{{PKey: p, Rows: []storage.Row{{PKey: p, CCols: []byte(cc)}}}}
+	}
+	for _, tc := range []struct {
+		rule   faulty.Rule
+		failed bool
+	}{
+		{faulty.Rule{Ops: []string{faulty.OpApplyBatchesIf}, Action: faulty.Fail}, true},
+		{faulty.Rule{Action: faulty.Fail}, true},
+		{faulty.Rule{Ops: []string{faulty.OpApplyBatchIf}, Action: faulty.Fail}, false},
+		{faulty.Rule{Ops: []string{faulty.OpApplyBatchesIf}, Action: faulty.Fail, AfterCall: true}, true},
+	} {
+		s := newStore(t, faulty.Options{Rules: []faulty.Rule{tc.rule}})
+		ma, ok := s.Multi().(storage.MultiApplier)
+		require.True(t, ok)
+		applied := make([]bool, 1)
+		err := ma.ApplyBatchesIf(ctx, batch("m"), applied)
+		if tc.failed {
+			require.ErrorIs(t, err, faulty.ErrInjected, "%+v", tc.rule)
+			assert.Equal(t, []bool{false}, applied, "an error applies nothing, as far as the caller knows")
+			assert.Equal(t, uint64(1), s.Injected())
+		} else {
+			require.NoError(t, err)
+			assert.Equal(t, []bool{true}, applied)
+		}
+	}
+	s, err := faulty.New(struct{ storage.Storage }{mem.New(mem.Options{})}, faulty.Options{})
+	require.NoError(t, err)
+	_, ok := s.Multi().(storage.MultiApplier)
+	assert.False(t, ok, "not over a store without it")
+	assert.Same(t, s, s.Multi())
+}

@@ -22,9 +22,12 @@ const (
 	OpCompareAndDelete  = "CompareAndDelete"
 	OpApplyBatchIf      = "ApplyBatchIf"
 	OpQueryTTL          = "QueryTTL"
+	// OpApplyBatchesIf is storage.MultiApplier's operation, offered by
+	// Store.Multi; it is not in AllOps, the contract's.
+	OpApplyBatchesIf = "ApplyBatchesIf"
 )
 
-// AllOps returns every operation name.
+// AllOps returns every operation name of the storage contract.
 func AllOps() []string {
 	return []string{OpGet, OpGetBatch, OpPut, OpPutBatch, OpRead, OpInsertIfNotExists,
 		OpCompareAndSwap, OpCompareAndDelete, OpApplyBatchIf, OpQueryTTL}
@@ -104,7 +107,7 @@ func (r *Rule) validate(i int) error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: rule %d: "+format, append([]any{ErrInvalidRule, i}, a...)...))
 	}
-	all := AllOps()
+	all := append(AllOps(), OpApplyBatchesIf)
 	for _, op := range r.Ops {
 		if !slices.Contains(all, op) {
 			bad("unknown operation %q", op)

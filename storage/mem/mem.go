@@ -234,26 +234,9 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 	return true, nil
 }
 
-// ApplyBatchIf implements storage.Storage.
+// ApplyBatchIf implements storage.Storage: one batch of ApplyBatchesIf.
 func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
-	for _, r := range rows {
-		if !bytes.Equal(r.PKey, pKey) {
-			return false, fmt.Errorf("%w: ApplyBatchIf row in another partition", storage.ErrInvalidArgument)
-		}
-	}
-	if err := s.lock(ctx); err != nil {
-		return false, err
-	}
-	defer s.mu.Unlock()
-	for _, c := range conds {
-		if v, ok := s.getLocked(pKey, c.CCols); !c.Holds(v, ok) {
-			return false, nil
-		}
-	}
-	for _, r := range rows {
-		s.putLocked(pKey, r.CCols, r.Value, 0)
-	}
-	return true, nil
+	return storage.ApplyOne(ctx, s, pKey, conds, rows)
 }
 
 var _ storage.MultiApplier = (*Store)(nil)
