@@ -39,13 +39,13 @@ func unavailable(err error) bool {
 		wt *gocql.RequestErrWriteTimeout
 		rt *gocql.RequestErrReadTimeout
 		cu *gocql.RequestErrCASWriteUnknown
-		re gocql.RequestError
+		re serverError
 	)
 	switch {
 	case errors.As(err, &ue), errors.As(err, &wt), errors.As(err, &rt), errors.As(err, &cu):
 		return true
 	case errors.As(err, &re):
-		c := re.Code()
+		c := re.GetCode()
 		return c == gocql.ErrCodeOverloaded || c == gocql.ErrCodeBootstrapping || c == gocql.ErrCodeUnavailable ||
 			c == gocql.ErrCodeWriteTimeout || c == gocql.ErrCodeReadTimeout || c == gocql.ErrCodeCASWriteUnknown
 	}
@@ -60,6 +60,15 @@ func unavailable(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne)
+}
+
+// serverError is an error frame a node sent. gocql.RequestError names
+// Code and Message methods that the driver's error types (which embed its
+// error frame) do not have: they have GetCode and GetMessage.
+type serverError interface {
+	error
+	GetCode() int
+	GetMessage() string
 }
 
 // outcomeUnknown reports whether a conditional write that failed with err

@@ -1,0 +1,25 @@
+package cql
+
+import (
+	"testing"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestServerErrorsAreClassifiedByCode(t *testing.T) {
+	// The driver returns overloaded, bootstrapping and other coded errors as
+	// its bare error frame: gocql.RequestError (Code, Message) does not match
+	// them, GetCode does.
+	overloaded := &gocql.UnknownServerError{}
+	overloaded.Code = gocql.ErrCodeOverloaded
+	assert.True(t, unavailable(overloaded), "an overloaded coordinator: another may answer")
+	assert.True(t, replied(overloaded), "an error the server sent is an answer")
+
+	syntax := &gocql.UnknownServerError{}
+	syntax.Code = gocql.ErrCodeSyntax
+	assert.False(t, unavailable(syntax))
+	assert.True(t, replied(syntax))
+
+	assert.False(t, replied(gocql.ErrTimeoutNoResponse))
+}
