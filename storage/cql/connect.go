@@ -31,23 +31,35 @@ var validName = regexp.MustCompile(NamePattern)
 func ValidName(s string) bool { return validName.MatchString(s) }
 
 // ClusterConfig returns the gocql configuration of o's connection fields
-// (Hosts, Consistency, SerialConsistency, Timeout, ConnectTimeout,
-// Username, Password, TLS, PageSize, NumConns, DisableInitialHostLookup,
-// Logger), keyspace unset. Keyspace, Table and the batch fields are not
-// used or checked; o must not have a Session. For a caller that needs a
-// gocql setting Options does not carry (an observer, a policy); Connect is
-// the usual way to a session.
+// (Hosts, Consistency, SerialConsistency, Timeout, AttemptTimeout,
+// ConnectTimeout, Username, Password, TLS, PageSize, NumConns,
+// DisableInitialHostLookup, Logger) and, unless DisableHealth is set, the
+// health-aware host choice (a host selection policy and a query and batch
+// observer that work together: replace neither), keyspace unset. Keyspace,
+// Table and the batch fields are not used or checked; o must not have a
+// Session. For a caller that needs a gocql setting Options does not carry;
+// Connect is the usual way to a session. A Store given such a session as
+// Options.Session hedges only with a fixed HedgeDelay.
 func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
+	c, _, err := clusterConfig(o, time.Now)
+	return c, err
+}
+
+// clusterConfig is ClusterConfig, with the session's health (nil with
+// DisableHealth) and its clock.
+func clusterConfig(o Options, now func() time.Time) (*gocql.ClusterConfig, *health, error) {
 	o.EnsureDefaults()
 	if err := o.validateConn(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c := gocql.NewCluster(o.Hosts...)
 	c.Consistency = o.Consistency
 	c.SerialConsistency = o.SerialConsistency
-	c.Timeout = o.Timeout
+	// Timeout is gocql's per-attempt request timeout; the call's deadline
+	// (Options.Timeout) travels in its context.
+	c.Timeout = o.AttemptTimeout
 	c.ReadTimeout = o.Timeout
-	c.WriteTimeout = o.Timeout
+	c.WriteTimeout = o.AttemptTimeout
 	c.ConnectTimeout = o.ConnectTimeout
 	c.ReconnectInterval = o.ReconnectInterval
 	c.NumConns = o.NumConns
@@ -60,7 +72,14 @@ func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
 	if o.TLS != nil {
 		c.SslOpts = &gocql.SslOptions{Config: o.TLS.Clone(), EnableHostVerification: !o.TLS.InsecureSkipVerify}
 	}
-	return c, nil
+	if o.DisableHealth {
+		return c, nil, nil
+	}
+	h := newHealth(&o, now)
+	c.PoolConfig.HostSelectionPolicy = healthPolicy{HostSelectionPolicy: gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy()), h: h}
+	c.QueryObserver = healthObserver{h}
+	c.BatchObserver = healthObserver{h}
+	return c, h, nil
 }
 
 // Connect opens a session to the cluster of o's connection fields (see
@@ -73,12 +92,18 @@ func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
 // cluster that does not answer gives an error wrapping
 // storage.ErrUnavailable.
 func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
-	c, err := ClusterConfig(o)
+	s, _, err := connect(ctx, o)
+	return s, err
+}
+
+// connect is Connect, with the session's health (nil with DisableHealth).
+func connect(ctx context.Context, o Options) (*gocql.Session, *health, error) {
+	c, h, err := clusterConfig(o, time.Now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("cql: connect: %w", err)
+		return nil, nil, fmt.Errorf("cql: connect: %w", err)
 	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < c.ConnectTimeout {
 		c.ConnectTimeout = max(time.Until(d), time.Millisecond)
@@ -90,13 +115,13 @@ func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(c.Hosts, ","), storage.ErrUnavailable, trimmed{err})
+		return nil, nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(c.Hosts, ","), storage.ErrUnavailable, trimmed{err})
 	}
 	if err := ctx.Err(); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("cql: connect: %w", err)
+		return nil, nil, fmt.Errorf("cql: connect: %w", err)
 	}
-	return s, nil
+	return s, h, nil
 }
 
 // DetectEngine returns EngineScylla if the cluster of s is ScyllaDB (it

@@ -23,7 +23,11 @@ func TestClusterConfigCarriesTheConnectionOptions(t *testing.T) {
 	assert.Equal(t, []string{"127.0.0.1:1"}, c.Hosts)
 	assert.Equal(t, gocql.One, c.Consistency)
 	assert.Equal(t, DefaultSerial, c.SerialConsistency)
-	assert.Equal(t, 3*time.Second, c.Timeout)
+	assert.Equal(t, time.Second, c.Timeout, "gocql's Timeout is one attempt's: AttemptTimeout")
+	assert.Equal(t, 3*time.Second, c.ReadTimeout)
+	assert.IsType(t, healthPolicy{}, c.PoolConfig.HostSelectionPolicy)
+	assert.IsType(t, healthObserver{}, c.QueryObserver)
+	assert.IsType(t, healthObserver{}, c.BatchObserver)
 	assert.Equal(t, DefaultConnectTimeout, c.ConnectTimeout)
 	assert.Equal(t, DefaultReconnectInterval, c.ReconnectInterval, "a node marked down is retried every 5 s, not gocql's 60 s")
 	assert.Equal(t, DefaultNumConns, c.NumConns)
@@ -33,6 +37,14 @@ func TestClusterConfigCarriesTheConnectionOptions(t *testing.T) {
 	assert.False(t, c.SslOpts.EnableHostVerification)
 	assert.IsType(t, slogAdapter{}, c.Logger)
 	assert.Empty(t, c.Keyspace)
+}
+
+func TestClusterConfigWithoutHealthIsTheOldOne(t *testing.T) {
+	c, err := ClusterConfig(Options{Hosts: []string{"127.0.0.1:1"}, Timeout: 3 * time.Second, DisableHealth: true})
+	require.NoError(t, err)
+	assert.Equal(t, 3*time.Second, c.Timeout, "one attempt per statement, bounded by Timeout")
+	assert.Nil(t, c.PoolConfig.HostSelectionPolicy, "gocql's default")
+	assert.Nil(t, c.QueryObserver)
 }
 
 func TestConnectValidatesBeforeConnecting(t *testing.T) {

@@ -77,8 +77,14 @@ func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects
 	for _, e := range effects {
 		keys = append(keys, blob(e.cCols))
 	}
+	// The re-read has what is left of the call's deadline: LWTAttemptTimeout
+	// left room for it. It is a read, so it goes to a healthy host first.
+	rctx := qctx
+	if s.o.DisableHealth {
+		rctx = ctx // the behaviour before: a fresh Timeout
+	}
 	rows := map[string][]byte{}
-	if rerr := s.readIn(ctx, op+": serial re-read", s.o.SerialConsistency, pKey, keys, rows); rerr != nil {
+	if rerr := s.readIn(rctx, op+": serial re-read", s.o.SerialConsistency, pKey, keys, rows); rerr != nil {
 		s.o.Logger.Warn("cql: conditional write outcome unknown, serial re-read failed", "op", op, "err", err, "reread", rerr)
 		return false, fmt.Errorf("cql: %s: %w: %w (serial re-read: %v)", op, storage.ErrUnknownOutcome, err, rerr)
 	}
@@ -102,8 +108,8 @@ func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte
 	}
 	eff := []effect{{cCols: cCols, after: state{true, blob(value)}, before: &state{}}}
 	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
-		return s.query(qctx, s.stmt.putTTLIfNotExists, pKey, blob(cCols), blob(value), ttlSeconds(ttl)).
-			RetryPolicy(neverRetry{}).MapScanCAS(map[string]any{})
+		return s.conditionalQuery(qctx, s.stmt.putTTLIfNotExists, pKey, blob(cCols), blob(value), ttlSeconds(ttl)).
+			MapScanCAS(map[string]any{})
 	})
 }
 
@@ -122,7 +128,7 @@ func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newVa
 	eff := []effect{{cCols: cCols, after: state{true, n}, before: &state{true, o}}}
 	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
 		if ttl == 0 {
-			return s.query(qctx, s.stmt.casUpdate, sec, n, pKey, c, o).RetryPolicy(neverRetry{}).MapScanCAS(map[string]any{})
+			return s.conditionalQuery(qctx, s.stmt.casUpdate, sec, n, pKey, c, o).MapScanCAS(map[string]any{})
 		}
 		b := s.batch(qctx)
 		b.Query(s.stmt.putTTL, pKey, c, n, sec)
@@ -140,7 +146,7 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 	exp := blob(expected)
 	eff := []effect{{cCols: cCols, after: state{}, before: &state{true, exp}}}
 	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
-		return s.query(qctx, s.stmt.casDelete, pKey, blob(cCols), exp).RetryPolicy(neverRetry{}).MapScanCAS(map[string]any{})
+		return s.conditionalQuery(qctx, s.stmt.casDelete, pKey, blob(cCols), exp).MapScanCAS(map[string]any{})
 	})
 }
 
@@ -172,7 +178,7 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 		for _, e := range plan.effects {
 			rs = append(rs, storage.Row{PKey: pKey, CCols: e.cCols, Value: e.after.value})
 		}
-		if err := s.writeChunk(ctx, rs); err != nil {
+		if err := s.writeChunk(ctx, clientClock.next(), rs); err != nil {
 			return false, err
 		}
 		return true, nil
@@ -283,7 +289,8 @@ func planBatchIf(pKey []byte, conds []storage.Condition, rows []storage.Row) (ba
 
 // batch returns a batch for a conditional write bounded by qctx.
 func (s *Store) batch(qctx context.Context) *gocql.Batch {
-	b := s.session.Batch(gocql.LoggedBatch).WithContext(qctx).SerialConsistency(s.o.SerialConsistency).RetryPolicy(neverRetry{})
+	b := s.session.Batch(gocql.LoggedBatch).WithContext(qctx).SerialConsistency(s.o.SerialConsistency).RetryPolicy(neverRetry{}).
+		SetRequestTimeout(s.o.LWTAttemptTimeout)
 	b.SetConsistency(s.o.Consistency)
 	return b
 }

@@ -28,6 +28,13 @@ const (
 	DefaultBatchRows         = 100
 	DefaultBatchBytes        = 32 << 10
 	DefaultWriteWorkers      = 32
+	// DefaultAttemptTimeout: a LAN round trip plus a replica's write is a
+	// few milliseconds, so a second without an answer means the host, not
+	// the query, is slow; four more seconds remain for other hosts.
+	DefaultAttemptTimeout = time.Second
+	DefaultSuspectFloor   = 100 * time.Millisecond
+	DefaultSuspectFactor  = 10
+	DefaultProbeInterval  = time.Second
 )
 
 // Options configure Open.
@@ -58,9 +65,44 @@ type Options struct {
 	// gocql.LocalSerial (default).
 	SerialConsistency gocql.Consistency
 
-	// Timeout bounds each query (each page of a Read) unless the call's
-	// context has an earlier deadline. Default 5 s.
+	// Timeout bounds each call (each page of a Read), all its attempts
+	// included, unless the call's context has an earlier deadline. Default
+	// 5 s.
 	Timeout time.Duration
+	// AttemptTimeout bounds one attempt of a read or a plain write inside
+	// Timeout: an attempt without an answer by then is retried on the next
+	// host (at most twice). Default 1 s, or Timeout if that is shorter.
+	// Must not exceed Timeout.
+	AttemptTimeout time.Duration
+	// LWTAttemptTimeout bounds the one attempt of a conditional statement
+	// (never retried: see package doc); the rest of Timeout is left for the
+	// SERIAL re-read that settles an unknown outcome. Default Timeout/2.
+	// Must be less than Timeout.
+	LWTAttemptTimeout time.Duration
+
+	// SuspectFloor and SuspectFactor set when a host is suspected: an
+	// attempt outstanding longer than max(SuspectFloor, SuspectFactor x the
+	// p99 of recent healthy replies) with no reply from its host since.
+	// Suspected hosts go last in every query plan until they reply.
+	// Defaults 100 ms and 10.
+	SuspectFloor  time.Duration
+	SuspectFactor float64
+	// ProbeInterval is how often a suspected host is sent a probe (an
+	// idempotent statement, hedged) to learn that it answers again.
+	// Default 1 s.
+	ProbeInterval time.Duration
+	// HedgeDelay is how long a read or a plain write waits for its first
+	// attempt before a speculative attempt on the next host. Zero (the
+	// default): adaptive, the p99 of recent healthy replies (at least 1 ms,
+	// at most AttemptTimeout/2). NoHedging turns speculative attempts off.
+	HedgeDelay time.Duration
+	NoHedging  bool
+	// DisableHealth gives gocql's default host choice (token aware over
+	// round robin), one attempt per statement bounded by Timeout, gocql's
+	// default retry policy and no hedging: the behaviour before
+	// health-aware host choice, for comparisons. With one replica paused or
+	// cut off, a third of all statements then wait out Timeout.
+	DisableHealth bool
 	// ConnectTimeout bounds connecting to each host in Open. Default 5 s.
 	ConnectTimeout time.Duration
 	// ReconnectInterval is how often the session tries again to connect
@@ -116,6 +158,29 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.DisableHealth {
+		if o.AttemptTimeout == 0 {
+			o.AttemptTimeout = o.Timeout
+		}
+		if o.LWTAttemptTimeout == 0 {
+			o.LWTAttemptTimeout = o.Timeout
+		}
+	}
+	if o.AttemptTimeout == 0 {
+		o.AttemptTimeout = min(DefaultAttemptTimeout, o.Timeout)
+	}
+	if o.LWTAttemptTimeout == 0 {
+		o.LWTAttemptTimeout = o.Timeout / 2
+	}
+	if o.SuspectFloor == 0 {
+		o.SuspectFloor = DefaultSuspectFloor
+	}
+	if o.SuspectFactor == 0 {
+		o.SuspectFactor = DefaultSuspectFactor
+	}
+	if o.ProbeInterval == 0 {
+		o.ProbeInterval = DefaultProbeInterval
 	}
 	if o.Session == nil {
 		if o.ConnectTimeout == 0 {
@@ -218,6 +283,18 @@ func (o *Options) connProblems() []error {
 	}
 	if o.Timeout < 0 {
 		bad("negative Timeout %v", o.Timeout)
+	}
+	if o.AttemptTimeout < 0 || o.AttemptTimeout > o.Timeout {
+		bad("AttemptTimeout %v: want 0 < AttemptTimeout <= Timeout (%v)", o.AttemptTimeout, o.Timeout)
+	}
+	if !o.DisableHealth && (o.LWTAttemptTimeout < 0 || o.LWTAttemptTimeout >= o.Timeout) {
+		bad("LWTAttemptTimeout %v: want 0 < LWTAttemptTimeout < Timeout (%v), leaving time for the SERIAL re-read", o.LWTAttemptTimeout, o.Timeout)
+	}
+	if o.SuspectFloor < 0 || o.SuspectFactor < 0 || o.ProbeInterval < 0 || o.HedgeDelay < 0 {
+		bad("negative SuspectFloor %v, SuspectFactor %v, ProbeInterval %v or HedgeDelay %v", o.SuspectFloor, o.SuspectFactor, o.ProbeInterval, o.HedgeDelay)
+	}
+	if o.HedgeDelay > 0 && o.HedgeDelay >= o.AttemptTimeout {
+		bad("HedgeDelay %v: want less than AttemptTimeout (%v)", o.HedgeDelay, o.AttemptTimeout)
 	}
 	if o.PageSize < 0 {
 		bad("negative PageSize %d", o.PageSize)

@@ -24,7 +24,7 @@ func (s *Store) Get(ctx context.Context, pKey, cCols []byte) ([]byte, bool, erro
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
 	var v []byte
-	err := s.query(qctx, s.stmt.get, pKey, blob(cCols)).Scan(&v)
+	err := s.read(qctx, s.stmt.get, pKey, blob(cCols)).Scan(&v)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
 		return nil, false, nil
@@ -71,7 +71,7 @@ func (s *Store) GetBatch(ctx context.Context, pKey []byte, items []storage.GetIt
 func (s *Store) readIn(ctx context.Context, op string, c gocql.Consistency, pKey []byte, keys [][]byte, found map[string][]byte) error {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
-	iter := s.query(qctx, s.stmt.getIn, pKey, keys).Consistency(c).Iter()
+	iter := s.read(qctx, s.stmt.getIn, pKey, keys).Consistency(c).Iter()
 	for {
 		var k, v []byte // fresh per row: gocql reuses a destination's array
 		if !iter.Scan(&k, &v) {
@@ -92,7 +92,7 @@ func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
 	}
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
-	if err := s.query(qctx, s.stmt.put, pKey, blob(cCols), blob(value)).Exec(); err != nil {
+	if err := s.write(qctx, clientClock.next(), s.stmt.put, pKey, blob(cCols), blob(value)).Exec(); err != nil {
 		return s.fail(ctx, qctx, "put", err)
 	}
 	return nil
@@ -113,23 +113,24 @@ func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
 		}
 	}
 	chunks := chunkRows(rows, s.o.BatchRows, s.o.BatchBytes)
+	ts := clientClock.next() // one logical write: one timestamp for every chunk and attempt
 	return runBounded(ctx, s.o.WriteWorkers, len(chunks), func(ctx context.Context, i int) error {
-		return s.writeChunk(ctx, chunks[i])
+		return s.writeChunk(ctx, ts, chunks[i])
 	})
 }
 
-// writeChunk writes rows of one partition: one INSERT, or an UNLOGGED batch.
-func (s *Store) writeChunk(ctx context.Context, rows []storage.Row) error {
+// writeChunk writes rows of one partition at client timestamp ts: one
+// INSERT, or an UNLOGGED batch.
+func (s *Store) writeChunk(ctx context.Context, ts int64, rows []storage.Row) error {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
 	var err error
 	if len(rows) == 1 {
-		err = s.query(qctx, s.stmt.put, rows[0].PKey, blob(rows[0].CCols), blob(rows[0].Value)).Exec()
+		err = s.write(qctx, ts, s.stmt.put, rows[0].PKey, blob(rows[0].CCols), blob(rows[0].Value)).Exec()
 	} else {
-		b := s.session.Batch(gocql.UnloggedBatch).WithContext(qctx)
-		b.SetConsistency(s.o.Consistency)
+		b := s.writeBatch(qctx, ts)
 		for _, r := range rows {
-			b.Query(s.stmt.put, r.PKey, blob(r.CCols), blob(r.Value))
+			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.stmt.put, Args: []any{r.PKey, blob(r.CCols), blob(r.Value)}, Idempotent: true})
 		}
 		err = b.Exec()
 	}
@@ -269,7 +270,7 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 func (s *Store) readPage(ctx context.Context, stmt string, args []any, state []byte, page []storage.Row) ([]storage.Row, []byte, error) {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
-	iter := s.query(qctx, stmt, args...).PageSize(s.o.PageSize).PageState(state).Iter()
+	iter := s.read(qctx, stmt, args...).PageSize(s.o.PageSize).PageState(state).Iter()
 	next := iter.PageState()
 	for {
 		var k, v []byte // fresh per row: gocql reuses a destination's array
@@ -292,7 +293,7 @@ func (s *Store) QueryTTL(ctx context.Context, pKey, cCols []byte) (time.Duration
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
 	var ttl *int
-	err := s.query(qctx, s.stmt.ttl, pKey, blob(cCols)).Scan(&ttl)
+	err := s.read(qctx, s.stmt.ttl, pKey, blob(cCols)).Scan(&ttl)
 	switch {
 	case errors.Is(err, gocql.ErrNotFound):
 		return 0, false, nil

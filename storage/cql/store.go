@@ -40,6 +40,8 @@ type Store struct {
 	owned   bool // the session was created by Open and is closed by Close
 	closed  atomic.Bool
 	stmt    statements
+	health  *health                          // nil: DisableHealth, or a caller's Session
+	hedge   gocql.SpeculativeExecutionPolicy // nil: no hedging
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -92,11 +94,18 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	st := &Store{o: o, session: o.Session, stmt: newStatements(o.Keyspace, o.Table)}
 	if st.session == nil {
-		s, err := Connect(ctx, o)
+		s, h, err := connect(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		st.session, st.owned = s, true
+		st.session, st.owned, st.health = s, true, h
+	}
+	switch {
+	case o.DisableHealth || o.NoHedging:
+	case st.health != nil && o.HedgeDelay == 0:
+		st.hedge = hedging{st.health}
+	case o.HedgeDelay > 0:
+		st.hedge = &gocql.SimpleSpeculativeExecution{NumAttempts: 1, TimeoutDelay: o.HedgeDelay}
 	}
 	if err := st.checkTable(ctx); err != nil {
 		_ = st.Close()
@@ -110,8 +119,8 @@ func (s *Store) checkTable(ctx context.Context) error {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
 	ks, tbl := strings.ToLower(s.o.Keyspace), strings.ToLower(s.o.Table)
-	iter := s.session.Query("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, tbl).
-		Consistency(gocql.One).WithContext(qctx).Iter()
+	iter := s.read(qctx, "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, tbl).
+		Consistency(gocql.One).Iter()
 	n := iter.NumRows()
 	if err := iter.Close(); err != nil {
 		return s.fail(ctx, qctx, "open", err)
@@ -149,16 +158,76 @@ func (s *Store) begin(ctx context.Context, op string, pKey []byte) error {
 	return nil
 }
 
-// queryCtx bounds one query by Options.Timeout (or ctx's earlier deadline).
-func (s *Store) queryCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.o.Timeout)
+// HealthStats returns what the health-aware host choice did (see
+// HealthStats), and false when the Store has none (DisableHealth, or a
+// caller's Options.Session).
+func (s *Store) HealthStats() (HealthStats, bool) {
+	if s.health == nil {
+		return HealthStats{}, false
+	}
+	return s.health.Stats(), true
 }
 
+// queryCtx bounds one statement, all its attempts, by Options.Timeout (or
+// ctx's earlier deadline).
+func (s *Store) queryCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	if s.health != nil {
+		ctx = withTrack(ctx)
+	}
+	return ctx, cancel
+}
+
+// query is a statement of any kind; read, write and conditional qualify it.
 func (s *Store) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
 	return s.session.Query(stmt, args...).
 		Consistency(s.o.Consistency).
 		SerialConsistency(s.o.SerialConsistency).
 		WithContext(ctx)
+}
+
+// read is an idempotent read: retried on the next host and hedged.
+func (s *Store) read(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	q := s.query(ctx, stmt, args...)
+	if s.o.DisableHealth {
+		return q
+	}
+	q = q.Idempotent(true).RetryPolicy(idempotentRetry{}).SetRequestTimeout(s.o.AttemptTimeout)
+	if s.hedge != nil {
+		q = q.SetSpeculativeExecutionPolicy(s.hedge)
+	}
+	return q
+}
+
+// write is a plain write at client timestamp ts: idempotent (see
+// attempts.go), retried on the next host and hedged.
+func (s *Store) write(ctx context.Context, ts int64, stmt string, args ...any) *gocql.Query {
+	q := s.read(ctx, stmt, args...)
+	if s.o.DisableHealth {
+		return q
+	}
+	return q.WithTimestamp(ts)
+}
+
+// writeBatch is an UNLOGGED batch of plain writes at client timestamp ts,
+// qualified as write qualifies a statement.
+func (s *Store) writeBatch(ctx context.Context, ts int64) *gocql.Batch {
+	b := s.session.Batch(gocql.UnloggedBatch).WithContext(ctx)
+	b.SetConsistency(s.o.Consistency)
+	if s.o.DisableHealth {
+		return b
+	}
+	b = b.WithTimestamp(ts).RetryPolicy(idempotentRetry{}).SetRequestTimeout(s.o.AttemptTimeout)
+	if s.hedge != nil {
+		b = b.SpeculativeExecutionPolicy(s.hedge)
+	}
+	return b
+}
+
+// conditionalQuery is an LWT statement: one attempt (neverRetry), never
+// hedged, bounded by LWTAttemptTimeout.
+func (s *Store) conditionalQuery(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	return s.query(ctx, stmt, args...).RetryPolicy(neverRetry{}).SetRequestTimeout(s.o.LWTAttemptTimeout)
 }
 
 // blob returns b, or an empty non-nil slice for nil: gocql binds a nil

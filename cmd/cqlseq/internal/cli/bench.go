@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -66,21 +67,33 @@ removed at the end. ` + latencyMethod + `.`,
 
 // benchReport is bench's report; --json writes it.
 type benchReport struct {
-	Store         string       `json:"store"`
-	Mode          string       `json:"mode"`
-	App           uint32       `json:"app"`
-	Partitions    int          `json:"partitions"`
-	Workspaces    int          `json:"workspaces"`
-	Concurrency   int          `json:"concurrency"`
-	DurationS     float64      `json:"duration_s"`
-	Interrupted   bool         `json:"interrupted"`
-	Actualization actReport    `json:"actualization"`
-	Sequencer     phaseReport  `json:"sequencer"`
-	Busy          busyReport   `json:"busy"`
-	Flush         flushReport  `json:"flush"`
-	Baseline      *phaseReport `json:"baseline,omitempty"`
-	Ratio         float64      `json:"sequencer_to_baseline,omitempty"`
-	LatencyMethod string       `json:"latency_method"`
+	Store         string         `json:"store"`
+	Mode          string         `json:"mode"`
+	App           uint32         `json:"app"`
+	Partitions    int            `json:"partitions"`
+	Workspaces    int            `json:"workspaces"`
+	Concurrency   int            `json:"concurrency"`
+	DurationS     float64        `json:"duration_s"`
+	Interrupted   bool           `json:"interrupted"`
+	Actualization actReport      `json:"actualization"`
+	Sequencer     phaseReport    `json:"sequencer"`
+	Busy          busyReport     `json:"busy"`
+	Flush         flushReport    `json:"flush"`
+	Baseline      *phaseReport   `json:"baseline,omitempty"`
+	Ratio         float64        `json:"sequencer_to_baseline,omitempty"`
+	CQL           *cqlHostReport `json:"cql_hosts,omitempty"`
+	LatencyMethod string         `json:"latency_method"`
+}
+
+// cqlHostReport is what the CQL session's health-aware host choice did.
+type cqlHostReport struct {
+	Attempts       uint64   `json:"attempts"`
+	Hedges         uint64   `json:"hedges"`
+	Retries        uint64   `json:"retries"`
+	Probes         uint64   `json:"probes"`
+	Suspicions     uint64   `json:"suspicions"`
+	SuspectedAtEnd []string `json:"suspected_at_end"`
+	HealthyP99Ms   float64  `json:"healthy_p99_ms"`
 }
 
 type actReport struct {
@@ -153,6 +166,9 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, store.close()) }()
+	if err := store.registerHostHealth(in.mc); err != nil {
+		return err
+	}
 	st := in.mc.Storage(store.st)
 
 	rep := benchReport{
@@ -212,6 +228,10 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 			rep.Ratio = rep.Sequencer.PerSecond / b.PerSecond
 		}
 	}
+	if h, ok := store.hostHealth(); ok {
+		rep.CQL = &cqlHostReport{Attempts: h.Attempts, Hedges: h.Hedges, Retries: h.Retries, Probes: h.Probes,
+			Suspicions: h.Suspicions, SuspectedAtEnd: h.Suspected, HealthyP99Ms: msf(h.HealthyP99)}
+	}
 	rep.Interrupted = ctx.Err() != nil
 	printBench(e.stdout, &rep)
 	if f.jsonFile != "" {
@@ -262,6 +282,14 @@ func printBench(w io.Writer, r *benchReport) {
 		commas(r.Busy.Rejections), commas(r.Busy.Actualizing), commas(r.Busy.Unflushed))
 	fmt.Fprintf(w, "  flushes        %s writes of %s values: %.1f values per write on average, %s at most\n",
 		commas(r.Flush.Flushes), commas(r.Flush.Values), r.Flush.MeanBatch, commas(r.Flush.MaxBatch))
+	if c := r.CQL; c != nil {
+		suspected := "none"
+		if len(c.SuspectedAtEnd) > 0 {
+			suspected = strings.Join(c.SuspectedAtEnd, ",")
+		}
+		fmt.Fprintf(w, "  cql hosts      %s attempts, %s hedges, %s retries, %s probes, %s suspicions, healthy p99 %.3f ms, suspected at the end: %s\n",
+			commas(c.Attempts), commas(c.Hedges), commas(c.Retries), commas(c.Probes), commas(c.Suspicions), c.HealthyP99Ms, suspected)
+	}
 	if r.Baseline != nil {
 		printPhase(w, "baseline", "events", r.Baseline)
 		fmt.Fprintf(w, "%-15ssequencer / baseline = %.2f (commands/s over raw PLog events/s, mode %s)\n", "ratio", r.Ratio, r.Mode)

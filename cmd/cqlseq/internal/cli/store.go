@@ -15,6 +15,7 @@ import (
 	"github.com/gocql/gocql"
 	"github.com/spf13/pflag"
 
+	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
 	"github.com/cqlseq/cqlseq/storage/cql"
@@ -53,6 +54,19 @@ type clusterFlags struct {
 	consistency string
 	timeout     time.Duration
 	hostLookup  bool
+	attempts    attemptFlags
+}
+
+// attemptFlags are storage/cql's attempt and host-health knobs (zero: the
+// library's default).
+type attemptFlags struct {
+	health         bool
+	attemptTimeout time.Duration
+	lwtTimeout     time.Duration
+	hedgeDelay     time.Duration
+	noHedging      bool
+	suspectFloor   time.Duration
+	suspectFactor  float64
 }
 
 func (f *storeFlags) addKind(fs *pflag.FlagSet) {
@@ -79,6 +93,25 @@ func (c *clusterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.consistency, "consistency", "LOCAL_QUORUM", "consistency of reads and writes")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "CQL connect and per-query timeout")
 	fs.BoolVar(&c.hostLookup, "host-lookup", false, "with one host, also connect to the addresses the nodes advertise (always on with several hosts)")
+	a := &c.attempts
+	fs.BoolVar(&a.health, "cql-health-policy", true, "health-aware host choice, per-attempt timeouts and hedging; false: gocql's default host choice and one attempt per query (for comparisons)")
+	fs.DurationVar(&a.attemptTimeout, "cql-attempt-timeout", 0, "one attempt of a read or plain write, inside --timeout (default 1s)")
+	fs.DurationVar(&a.lwtTimeout, "cql-lwt-attempt-timeout", 0, "the attempt of a conditional write; the rest of --timeout settles an unknown outcome (default --timeout/2)")
+	fs.DurationVar(&a.hedgeDelay, "cql-hedge-delay", 0, "delay before a read or plain write is tried on a second host (default: the healthy p99)")
+	fs.BoolVar(&a.noHedging, "cql-no-hedging", false, "never try a second host before the first attempt ends")
+	fs.DurationVar(&a.suspectFloor, "cql-suspect-floor", 0, "a host with an attempt outstanding this long (or 10x the healthy p99) and no reply since goes last in query plans (default 100ms)")
+	fs.Float64Var(&a.suspectFactor, "cql-suspect-factor", 0, "the multiple of the healthy p99 after which an outstanding attempt suspects its host (default 10)")
+}
+
+// apply sets the attempt knobs of o.
+func (a *attemptFlags) apply(o *cql.Options) {
+	o.DisableHealth = !a.health
+	o.AttemptTimeout = a.attemptTimeout
+	o.LWTAttemptTimeout = a.lwtTimeout
+	o.HedgeDelay = a.hedgeDelay
+	o.NoHedging = a.noHedging
+	o.SuspectFloor = a.suspectFloor
+	o.SuspectFactor = a.suspectFactor
 }
 
 // validate reports every problem of the store flags at once.
@@ -119,6 +152,15 @@ func (c *clusterFlags) validate() []error {
 	}
 	if c.password != "" && c.username == "" {
 		errs = append(errs, errors.New("--password without --username"))
+	}
+	if c.timeout > 0 {
+		// The attempt knobs against --timeout, as cql.Open will check them.
+		o := cql.Options{Hosts: []string{"h"}, Keyspace: "k", Timeout: c.timeout}
+		c.attempts.apply(&o)
+		o.EnsureDefaults()
+		if err := o.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("--cql-* flags: %w", err))
+		}
 	}
 	return errs
 }
@@ -176,7 +218,7 @@ func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
 		return cql.Options{}, err
 	}
 	hosts := c.trimmedHosts()
-	return cql.Options{
+	o := cql.Options{
 		Hosts:                    hosts,
 		Keyspace:                 c.keyspace,
 		Consistency:              cons,
@@ -187,7 +229,31 @@ func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
 		TLS:                      t,
 		DisableInitialHostLookup: len(hosts) == 1 && !c.hostLookup,
 		Logger:                   log,
-	}, nil
+	}
+	c.attempts.apply(&o)
+	return o, nil
+}
+
+// hostHealth returns the CQL session's host-health counters, if the store
+// is CQL with health-aware host choice.
+func (s *openedStore) hostHealth() (cql.HealthStats, bool) {
+	if c, ok := s.st.(*cql.Store); ok {
+		return c.HealthStats()
+	}
+	return cql.HealthStats{}, false
+}
+
+// registerHostHealth exports the store's host-health counters on mc, if it
+// has any.
+func (s *openedStore) registerHostHealth(mc *metrics.Collectors) error {
+	if _, ok := s.hostHealth(); !ok {
+		return nil
+	}
+	return mc.RegisterHostHealth(func() metrics.HostHealth {
+		h, _ := s.hostHealth()
+		return metrics.HostHealth{Attempts: h.Attempts, Hedges: h.Hedges, Retries: h.Retries, Probes: h.Probes,
+			Suspicions: h.Suspicions, Suspected: len(h.Suspected)}
+	})
 }
 
 // openedStore is an open store and how to describe and close it.

@@ -1,0 +1,288 @@
+package cql
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gocql/gocql"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeClock is a manual clock.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time          { return c.t }
+func (c *fakeClock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+// fakeHost is a SelectedHost of a test plan.
+type fakeHost struct{ info *gocql.HostInfo }
+
+func (f fakeHost) Info() *gocql.HostInfo { return f.info }
+func (f fakeHost) Token() gocql.Token    { return nil }
+func (f fakeHost) Mark(error)            {}
+
+func newFakeHost(i int) *gocql.HostInfo {
+	hi := gocql.HostInfoBuilder{
+		HostId:         "00000000-0000-0000-0000-00000000000" + string(rune('0'+i)),
+		ConnectAddress: net.IPv4(127, 0, 0, byte(i)),
+		Port:           9042,
+	}.Build()
+	return &hi
+}
+
+// healthFixture is a health over three fake hosts whose inner plan is
+// always A, B, C (token awareness without shuffling).
+type healthFixture struct {
+	t       *testing.T
+	clk     *fakeClock
+	h       *health
+	a, b, c *gocql.HostInfo
+}
+
+func newHealthFixture(t *testing.T, mod func(*Options)) *healthFixture {
+	o := Options{Hosts: []string{"x"}, Keyspace: "ks", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&o)
+	}
+	o.EnsureDefaults()
+	require.NoError(t, o.Validate())
+	clk := &fakeClock{t: time.Unix(1_700_000_000, 0)}
+	return &healthFixture{t: t, clk: clk, h: newHealth(&o, clk.now), a: newFakeHost(1), b: newFakeHost(2), c: newFakeHost(3)}
+}
+
+func (f *healthFixture) inner() gocql.NextHost {
+	hosts := []*gocql.HostInfo{f.a, f.b, f.c}
+	return func() gocql.SelectedHost {
+		if len(hosts) == 0 {
+			return nil
+		}
+		h := hosts[0]
+		hosts = hosts[1:]
+		return fakeHost{h}
+	}
+}
+
+// plan returns the whole plan of a statement, handing out every host.
+func (f *healthFixture) plan(idempotent bool) []*gocql.HostInfo {
+	next := f.h.order(f.inner(), idempotent, nil)
+	var out []*gocql.HostInfo
+	for sh := next(); sh != nil; sh = next() {
+		out = append(out, sh.Info())
+	}
+	return out
+}
+
+// first hands out the first host of a statement's plan (an attempt
+// starts) and returns it.
+func (f *healthFixture) first(idempotent bool) *gocql.HostInfo {
+	return f.h.order(f.inner(), idempotent, nil)().Info()
+}
+
+// reply records a successful attempt to hi that took d and ended now.
+func (f *healthFixture) reply(hi *gocql.HostInfo, d time.Duration) {
+	f.h.observe(context.Background(), hi, f.clk.now().Add(-d), f.clk.now(), nil)
+}
+
+// warm gives the latency window n healthy replies of d from B and C.
+func (f *healthFixture) warm(n int, d time.Duration) {
+	for range n {
+		f.reply(f.b, d)
+		f.reply(f.c, d)
+	}
+}
+
+func TestHealthPlanKeepsInnerOrderWhenAllAreHealthy(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false))
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(true))
+	assert.Empty(t, f.h.Stats().Suspected)
+}
+
+func TestHealthSuspectsAHostWhoseAttemptIsOutstandingPastTheThreshold(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond) // p99 2 ms: the threshold is the 100 ms floor
+	require.Equal(t, f.a, f.first(false), "an attempt to A starts")
+
+	f.clk.advance(90 * time.Millisecond)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false), "90 ms outstanding: under the threshold")
+
+	f.clk.advance(20 * time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "110 ms with no reply from A: A goes last, LWTs included")
+	st := f.h.Stats()
+	assert.Equal(t, []string{"127.0.0.1"}, st.Suspected)
+	assert.EqualValues(t, 1, st.Suspicions)
+
+	// The first reply re-admits it.
+	f.reply(f.a, 120*time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false))
+	assert.Empty(t, f.h.Stats().Suspected)
+}
+
+func TestHealthThresholdFollowsTheHealthyP99(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(100, 50*time.Millisecond) // p99 50 ms x 10: 500 ms
+	require.Equal(t, f.a, f.first(false))
+	f.clk.advance(400 * time.Millisecond)
+	assert.Equal(t, f.a, f.plan(false)[0], "400 ms < 10 x p99")
+	f.clk.advance(200 * time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "600 ms > 10 x p99")
+}
+
+func TestHealthAReplyToAnyAttemptClearsTheOutstandingOne(t *testing.T) {
+	// A slow statement on a host that answers others is the statement's
+	// slowness, not the host's.
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false))
+	for range 10 {
+		f.clk.advance(50 * time.Millisecond)
+		f.reply(f.a, 2*time.Millisecond)
+	}
+	assert.Equal(t, f.a, f.plan(false)[0])
+}
+
+func TestHealthAnAttemptTimeoutWhilePeersAnswerSuspectsAtOnce(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	f.clk.advance(10 * time.Millisecond)
+	// The timeout is reported without a prior hand-out (a plan we did not see).
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false))
+}
+
+func TestHealthAClusterWideSilenceSuspectsNobodyByTimeouts(t *testing.T) {
+	// The client (or the whole cluster) stalled: no host answered within the
+	// last attempt timeout, so a timeout says nothing about one host.
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	f.clk.advance(3 * time.Second)
+	for _, hi := range []*gocql.HostInfo{f.a, f.b, f.c} {
+		f.h.observe(context.Background(), hi, f.clk.now().Add(-time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	}
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false))
+}
+
+func TestHealthOnlyAnAnswerReadmits(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	require.Equal(t, f.b, f.plan(false)[0])
+
+	// A hedge's loser cancelled, a broken connection: no answer.
+	f.h.observe(context.Background(), f.a, f.clk.now(), f.clk.now(), context.Canceled)
+	f.h.observe(context.Background(), f.a, f.clk.now(), f.clk.now(), gocql.ErrConnectionClosed)
+	assert.Equal(t, f.b, f.plan(false)[0])
+
+	// An error the server sent is an answer.
+	f.h.observe(context.Background(), f.a, f.clk.now(), f.clk.now(), &gocql.RequestErrUnavailable{})
+	assert.Equal(t, f.a, f.plan(false)[0])
+}
+
+func TestHealthProbesASuspectedHostWithIdempotentStatementsOnly(t *testing.T) {
+	f := newHealthFixture(t, nil) // ProbeInterval 1 s
+	f.warm(50, 2*time.Millisecond)
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
+
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "a conditional statement never probes")
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(true), "a hedged read probes A first")
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(true), "one probe per interval")
+	f.clk.advance(500 * time.Millisecond)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, f.b, f.plan(true)[0])
+	f.clk.advance(600 * time.Millisecond)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(true), "the next interval's probe; A is handed out once")
+	assert.EqualValues(t, 2, f.h.Stats().Probes)
+}
+
+func TestHealthCountsHedgesAndRetries(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	ctx := withTrack(context.Background())
+	tr := trackFrom(ctx)
+	next := f.h.order(f.inner(), true, tr)
+
+	require.Equal(t, f.a, next().Info()) // first attempt
+	require.Equal(t, f.b, next().Info()) // A still outstanding: a hedge
+	f.h.observe(ctx, f.a, f.clk.now(), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	f.h.observe(ctx, f.b, f.clk.now(), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	require.Equal(t, f.c, next().Info()) // both ended: a retry
+	assert.Nil(t, next())
+
+	st := f.h.Stats()
+	assert.EqualValues(t, 1, st.Hedges)
+	assert.EqualValues(t, 1, st.Retries)
+	assert.EqualValues(t, 2, st.Attempts)
+}
+
+func TestHealthHedgeDelay(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	assert.Equal(t, time.Millisecond, f.h.hedgeAfter(), "no samples: the 1 ms floor")
+	f.warm(100, 30*time.Millisecond)
+	assert.Equal(t, 30*time.Millisecond, f.h.hedgeAfter(), "the healthy p99")
+	f.clk.advance(time.Second)
+	f.warm(300, 900*time.Millisecond)
+	assert.Equal(t, 500*time.Millisecond, f.h.hedgeAfter(), "at most half the attempt timeout")
+
+	fixed := newHealthFixture(t, func(o *Options) { o.HedgeDelay = 7 * time.Millisecond })
+	fixed.warm(100, 30*time.Millisecond)
+	assert.Equal(t, 7*time.Millisecond, fixed.h.hedgeAfter())
+}
+
+func TestLatencyWindowP99(t *testing.T) {
+	var w latencyWindow
+	now := time.Unix(0, 0)
+	for i := 1; i <= 1000; i++ {
+		w.add(now, time.Duration(i)*time.Millisecond)
+	}
+	// The window holds the last 512 samples, 489..1000 ms.
+	assert.Equal(t, 995*time.Millisecond, w.p99(now))
+}
+
+func TestIdempotentRetryPolicy(t *testing.T) {
+	var r idempotentRetry
+	assert.Equal(t, gocql.RetryNextHost, r.GetRetryType(gocql.ErrTimeoutNoResponse))
+	assert.Equal(t, gocql.RetryNextHost, r.GetRetryType(&gocql.RequestErrWriteTimeout{}))
+	assert.Equal(t, gocql.RetryNextHost, r.GetRetryType(gocql.ErrConnectionClosed))
+	assert.Equal(t, gocql.Rethrow, r.GetRetryType(context.DeadlineExceeded))
+	assert.Equal(t, gocql.Rethrow, r.GetRetryType(gocql.ErrNotFound))
+}
+
+func TestClientClockIsStrictlyIncreasing(t *testing.T) {
+	var c monotonicMicros
+	c.last.Store(time.Now().Add(time.Hour).UnixMicro()) // a clock that stepped back
+	prev := c.next()
+	for range 1000 {
+		ts := c.next()
+		require.Greater(t, ts, prev)
+		prev = ts
+	}
+}
+
+func TestOptionsValidateTheAttemptKnobs(t *testing.T) {
+	o := Options{Hosts: []string{"h"}, Keyspace: "ks"}
+	o.EnsureDefaults()
+	require.NoError(t, o.Validate())
+	assert.Equal(t, time.Second, o.AttemptTimeout)
+	assert.Equal(t, 2500*time.Millisecond, o.LWTAttemptTimeout)
+	assert.Equal(t, 100*time.Millisecond, o.SuspectFloor)
+	assert.InDelta(t, 10, o.SuspectFactor, 0)
+
+	short := Options{Hosts: []string{"h"}, Keyspace: "ks", Timeout: 500 * time.Millisecond}
+	short.EnsureDefaults()
+	require.NoError(t, short.Validate())
+	assert.Equal(t, 500*time.Millisecond, short.AttemptTimeout, "never above Timeout")
+
+	bad := Options{Hosts: []string{"h"}, Keyspace: "ks", AttemptTimeout: 6 * time.Second, LWTAttemptTimeout: 5 * time.Second, SuspectFloor: -1, HedgeDelay: 7 * time.Second}
+	bad.EnsureDefaults()
+	err := bad.Validate()
+	for _, w := range []string{"AttemptTimeout 6s", "LWTAttemptTimeout 5s", "negative SuspectFloor", "HedgeDelay 7s"} {
+		assert.ErrorContains(t, err, w)
+	}
+}
