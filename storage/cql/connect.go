@@ -55,11 +55,13 @@ func clusterConfig(o Options, now func() time.Time) (*gocql.ClusterConfig, *heal
 	c := gocql.NewCluster(o.Hosts...)
 	c.Consistency = o.Consistency
 	c.SerialConsistency = o.SerialConsistency
-	// Timeout is gocql's per-attempt request timeout; the call's deadline
-	// (Options.Timeout) travels in its context.
-	c.Timeout = o.AttemptTimeout
+	// gocql's Timeout is the default of one attempt: Timeout for the
+	// session's other users (the migrator's DDL); a Store gives each of its
+	// statements AttemptTimeout or LWTAttemptTimeout, and the call's
+	// deadline (Timeout) travels in its context.
+	c.Timeout = o.Timeout
 	c.ReadTimeout = o.Timeout
-	c.WriteTimeout = o.AttemptTimeout
+	c.WriteTimeout = o.Timeout
 	c.ConnectTimeout = o.ConnectTimeout
 	c.ReconnectInterval = o.ReconnectInterval
 	c.NumConns = o.NumConns

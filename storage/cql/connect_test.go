@@ -23,8 +23,7 @@ func TestClusterConfigCarriesTheConnectionOptions(t *testing.T) {
 	assert.Equal(t, []string{"127.0.0.1:1"}, c.Hosts)
 	assert.Equal(t, gocql.One, c.Consistency)
 	assert.Equal(t, DefaultSerial, c.SerialConsistency)
-	assert.Equal(t, time.Second, c.Timeout, "gocql's Timeout is one attempt's: AttemptTimeout")
-	assert.Equal(t, 3*time.Second, c.ReadTimeout)
+	assert.Equal(t, 3*time.Second, c.Timeout, "the default attempt, for DDL; a Store's statements carry their own")
 	assert.IsType(t, healthPolicy{}, c.PoolConfig.HostSelectionPolicy)
 	assert.IsType(t, healthObserver{}, c.QueryObserver)
 	assert.IsType(t, healthObserver{}, c.BatchObserver)
@@ -42,7 +41,7 @@ func TestClusterConfigCarriesTheConnectionOptions(t *testing.T) {
 func TestClusterConfigWithoutHealthIsTheOldOne(t *testing.T) {
 	c, err := ClusterConfig(Options{Hosts: []string{"127.0.0.1:1"}, Timeout: 3 * time.Second, DisableHealth: true})
 	require.NoError(t, err)
-	assert.Equal(t, 3*time.Second, c.Timeout, "one attempt per statement, bounded by Timeout")
+	assert.Equal(t, 3*time.Second, c.Timeout)
 	assert.Nil(t, c.PoolConfig.HostSelectionPolicy, "gocql's default")
 	assert.Nil(t, c.QueryObserver)
 }

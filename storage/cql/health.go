@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -96,12 +98,16 @@ func newHealth(o *Options, now func() time.Time) *health {
 	return h
 }
 
+// zeroHostID is the host ID of a host gocql has not looked up (contact
+// points with DisableInitialHostLookup).
+const zeroHostID = "00000000-0000-0000-0000-000000000000"
+
 // hostKey identifies a host across the HostInfo copies gocql makes.
 func hostKey(hi *gocql.HostInfo) string {
-	if id := hi.HostID(); id != "" {
+	if id := hi.HostID(); id != "" && id != zeroHostID {
 		return id
 	}
-	return hi.ConnectAddress().String()
+	return net.JoinHostPort(hi.ConnectAddress().String(), strconv.Itoa(hi.Port()))
 }
 
 func (h *health) stateLocked(hi *gocql.HostInfo) *hostState {
@@ -211,23 +217,35 @@ func replied(err error) bool {
 
 // order returns the plan of next with suspected hosts moved to its end, and
 // a probe first where one is due (idempotent statements only).
+//
+// gocql returns the first execution of a hedged statement that ends, even
+// with an error, and a speculative execution that finds the plan exhausted
+// ends at once with "no hosts available". So the plan of an idempotent
+// statement does not end with its last host: it hands its hosts out again,
+// in the same order, up to twice each (the retry policy and the call's
+// deadline bound the attempts).
 func (h *health) order(next gocql.NextHost, idempotent bool, tr *callTrack) gocql.NextHost {
 	var (
 		deferred []gocql.SelectedHost
 		probe    gocql.SelectedHost
 		done     bool
-		handed   map[string]bool
+		handed   []gocql.SelectedHost
+		repeats  int
+		probed   string
 	)
 	if idempotent {
 		probe = h.dueProbe()
 	}
+	give := func(sh gocql.SelectedHost, probe bool) gocql.SelectedHost {
+		handed = append(handed, sh)
+		h.handOut(sh.Info(), tr, probe)
+		return sh
+	}
 	return func() gocql.SelectedHost {
 		if probe != nil {
 			p := probe
-			probe = nil
-			handed = map[string]bool{hostKey(p.Info()): true}
-			h.handOut(p.Info(), tr, true)
-			return p
+			probe, probed = nil, hostKey(p.Info())
+			return give(p, true)
 		}
 		for !done {
 			sh := next()
@@ -236,23 +254,27 @@ func (h *health) order(next gocql.NextHost, idempotent bool, tr *callTrack) gocq
 				break
 			}
 			hi := sh.Info()
-			if hi == nil || handed[hostKey(hi)] {
-				continue
+			if hi == nil || probed != "" && hostKey(hi) == probed {
+				continue // the probe, handed out first
 			}
 			if h.suspected(hi) {
 				deferred = append(deferred, sh)
 				continue
 			}
-			h.handOut(hi, tr, false)
-			return sh
+			return give(sh, false)
 		}
 		if len(deferred) > 0 {
 			sh := deferred[0]
 			deferred = deferred[1:]
-			h.handOut(sh.Info(), tr, false)
-			return sh
+			return give(sh, false)
 		}
-		return nil
+		if !idempotent || len(handed) == 0 || repeats >= 2*len(handed) {
+			return nil
+		}
+		sh := handed[repeats%len(handed)]
+		repeats++
+		h.handOut(sh.Info(), tr, false)
+		return sh
 	}
 }
 

@@ -67,11 +67,12 @@ func (f *healthFixture) inner() gocql.NextHost {
 	}
 }
 
-// plan returns the whole plan of a statement, handing out every host.
+// plan returns the first three hosts of a statement's plan (each host
+// once), handing them out.
 func (f *healthFixture) plan(idempotent bool) []*gocql.HostInfo {
 	next := f.h.order(f.inner(), idempotent, nil)
 	var out []*gocql.HostInfo
-	for sh := next(); sh != nil; sh = next() {
+	for sh := next(); sh != nil && len(out) < 3; sh = next() {
 		out = append(out, sh.Info())
 	}
 	return out
@@ -213,12 +214,32 @@ func TestHealthCountsHedgesAndRetries(t *testing.T) {
 	f.h.observe(ctx, f.a, f.clk.now(), f.clk.now(), gocql.ErrTimeoutNoResponse)
 	f.h.observe(ctx, f.b, f.clk.now(), f.clk.now(), gocql.ErrTimeoutNoResponse)
 	require.Equal(t, f.c, next().Info()) // both ended: a retry
-	assert.Nil(t, next())
 
 	st := f.h.Stats()
 	assert.EqualValues(t, 1, st.Hedges)
 	assert.EqualValues(t, 1, st.Retries)
 	assert.EqualValues(t, 2, st.Attempts)
+}
+
+func TestHealthPlanOfAnIdempotentStatementHandsItsHostsOutAgain(t *testing.T) {
+	// gocql returns a speculative execution that finds no host ("no hosts
+	// available") as the statement's result: the plan must not run dry
+	// before the retry policy and the deadline end the attempts.
+	f := newHealthFixture(t, nil)
+	var got []*gocql.HostInfo
+	next := f.h.order(f.inner(), true, nil)
+	for sh := next(); sh != nil; sh = next() {
+		got = append(got, sh.Info())
+		require.Less(t, len(got), 100, "the plan must end")
+	}
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c, f.a, f.b, f.c, f.a, f.b, f.c}, got)
+
+	var lwt []*gocql.HostInfo
+	next = f.h.order(f.inner(), false, nil)
+	for sh := next(); sh != nil; sh = next() {
+		lwt = append(lwt, sh.Info())
+	}
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, lwt, "a conditional statement's plan is each host once")
 }
 
 func TestHealthHedgeDelay(t *testing.T) {

@@ -474,6 +474,11 @@ type nodeConfig struct {
 	joinWithoutBootstrap    bool // auto_bootstrap: false (a node of a fresh, empty cluster)
 }
 
+// nodeYAML is a node's cassandra.yaml. Its request timeouts stay below the
+// client's deadline of a call (storage/cql DefaultTimeout, 5 s): a
+// coordinator reports a replica timeout (2 s) while the client still waits,
+// inside an LWT attempt (2.5 s), and a Paxos round under contention gives up
+// (1.5 s) before the attempt does.
 func nodeYAML(c nodeConfig) string {
 	// Cassandra refuses a sync period in batch mode.
 	sync := "commitlog_sync: batch\n"
@@ -504,9 +509,11 @@ storage_port: %[3]d
 native_transport_port: %[2]d
 start_native_transport: true
 auto_snapshot: false
-write_request_timeout: 5000ms
-read_request_timeout: 5000ms
-cas_contention_timeout: 3000ms
+write_request_timeout: 2000ms
+read_request_timeout: 2000ms
+range_request_timeout: 4000ms
+request_timeout: 4000ms
+cas_contention_timeout: 1500ms
 authenticator: AllowAllAuthenticator
 authorizer: AllowAllAuthorizer
 `, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed)
