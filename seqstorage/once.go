@@ -37,10 +37,11 @@ type Actualized struct {
 
 // ActualizeOnce does what a sequencer does when it opens, without issuing
 // anything: it reads the stored next PLog offset, replays the PLog from
-// it through ActualizeSequencesFromPLog, and, for every (workspace, SeqID)
-// the events name, reads the stored numbers and reports the last and the
-// next number. initial gives the SeqIDs' initial values (a SeqID not in it
-// starts at 1). With write, it stores the actualized numbers and the next
+// it through ActualizeSequencesFromPLog, and, for every workspace the
+// events name, reads the stored numbers and reports the last and the next
+// number of each SeqID in initial and each other SeqID the events name.
+// initial gives the workspaces' SeqIDs with their initial values (a SeqID
+// not in it starts at 1). With write, it stores the actualized numbers and the next
 // offset with WriteValuesAndNextPLogOffset, so that a sequencer opened
 // afterwards starts from them; without, it writes nothing.
 func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, write bool) (*Actualized, error) {
@@ -66,7 +67,14 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 	}
 	byWS := map[isequencer.WSID][]isequencer.SeqID{}
 	for k := range found {
-		byWS[k.WSID] = append(byWS[k.WSID], k.SeqID)
+		if byWS[k.WSID] == nil {
+			for id := range initial {
+				byWS[k.WSID] = append(byWS[k.WSID], id)
+			}
+		}
+		if _, ok := initial[k.SeqID]; !ok {
+			byWS[k.WSID] = append(byWS[k.WSID], k.SeqID)
+		}
 	}
 	batch := make([]isequencer.SeqValue, 0, len(found))
 	for ws, ids := range byWS {

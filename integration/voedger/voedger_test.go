@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cqlseq/cqlseq/integration/itest"
+	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog/voedger/voedgertest"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/cql"
@@ -19,3 +20,5 @@ func TestGoldenCQL(t *testing.T) {
 		return itest.OpenStore(t), itest.OpenStore(t, func(o *cql.Options) { o.Keyspace = seqKS })
 	})
 }
+
+func seqID(id uint16) isequencer.SeqID { return isequencer.SeqID(id) }
