@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"path/filepath"
 	"testing"
 
@@ -307,8 +306,4 @@ func TestCheckFindsDuplicates(t *testing.T) {
 	assert.Equal(t, first.Expect.CreatedIDs, ids)
 	assert.Contains(t, kinds, voedger.WLogOffsetBack)
 	assert.Equal(t, isequencer.PLogOffset(last+1), rep.Last)
-}
-
-func TestErrorsAreDistinct(t *testing.T) {
-	assert.False(t, errors.Is(voedger.ErrUnsupportedCodec, voedger.ErrCorrupt))
 }
