@@ -32,6 +32,7 @@ LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 FUZZTIME     ?= 20s
+VOEDGER_FUZZTIME ?= 10s
 
 .PHONY: all build test test-unit test-integration test-cluster torture torture-short lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
@@ -47,11 +48,14 @@ $(LAUNCHER): $(shell find testenv -name '*.go') go.mod
 
 test: test-unit test-integration
 
-# test-unit ends with a short fuzz run of the bbolt open path (FuzzOpen:
-# truncated and bit-flipped copies of a real file never crash the process).
+# test-unit ends with short fuzz runs of the bbolt open path (FuzzOpen:
+# truncated and bit-flipped copies of a real file never crash the process)
+# and of the Voedger PLog decoder (FuzzDecode: any bytes decode or fail
+# with a corrupt/unsupported-codec error, never a panic).
 test-unit:
 	$(GO) test $(UNIT_FLAGS) ./...
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./storage/boltdb/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(VOEDGER_FUZZTIME) -fuzzminimizetime 10x ./plog/voedger/
 
 # test-integration runs the integration module against CQLSEQ_CQL_HOSTS when
 # set; otherwise it starts a Cassandra, runs the tests with it, and stops it

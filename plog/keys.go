@@ -3,10 +3,15 @@
 // paged reader, a writer whose write mode follows the sequences trust
 // level, and a fenced group writer with its takeover sweep.
 //
-// Key layouts (all integers big-endian), those of the reference platform:
+// Key layouts (all integers big-endian). The event and record keys are
+// those of the reference platform (Voedger's SysView_PLog and
+// SysView_Records); the values are cqlseq's own: Voedger stores its codec's
+// event in a PLog row (read by plog/voedger) and the whole record in a
+// Records row, where cqlseq stores only the creating event's offset:
 //
 //	event:   pKey = u16 PLogView (20) ‖ u16 PartitionID ‖ u64 (offset >> 12)
 //	         cCols = u16 (offset & 0xFFF)
+//	         value = the FormatV1 encoding of the event
 //	record:  pKey = u16 RecordsView (19) ‖ u64 WSID ‖ u64 (recordID >> 12)
 //	         cCols = u16 (recordID & 0xFFF)
 //	         value = u64 PLog offset of the event that created the record

@@ -17,6 +17,7 @@ type verifyFlags struct {
 	partitions []uint
 	jsonFile   string
 	acks       string
+	plogFormat string
 }
 
 func newVerifyCmd(e *env) *cobra.Command {
@@ -42,6 +43,9 @@ use.`,
 			if err := f.validate(); err != nil {
 				return usage(err)
 			}
+			if f.plogFormat == plogFormatVoedger {
+				return runVerifyVoedger(cmd.Context(), e, f)
+			}
 			return runVerify(cmd.Context(), e, f)
 		},
 	}
@@ -53,11 +57,15 @@ use.`,
 	fs.UintSliceVar(&f.partitions, "partition", []uint{0}, "partitions to verify (repeat or comma-separate)")
 	fs.StringVar(&f.jsonFile, "json", "", "write the findings as JSON to this file")
 	fs.StringVar(&f.acks, "acks", "", "also check an ack log written by bench --ack-log: every acknowledged event in the PLog at its offset with exactly its numbers, no number acknowledged twice or going back")
+	fs.StringVar(&f.plogFormat, "plog-format", plogFormatCQLSeq, "PLog format: cqlseq, or voedger (checks Voedger's PLog alone: record IDs created twice in a workspace, WLog offsets that repeat or go back)")
 	return cmd
 }
 
 func (f *verifyFlags) validate() error {
-	errs := []error{f.store.validate()}
+	errs := []error{f.store.validate(), validPLogFormat(f.plogFormat)}
+	if f.plogFormat == plogFormatVoedger && f.acks != "" {
+		errs = append(errs, errors.New("--acks needs --plog-format cqlseq"))
+	}
 	errs = append(errs, validPartitions(f.partitions)...)
 	return errors.Join(errs...)
 }
