@@ -56,12 +56,14 @@ type OpenOptions struct {
 	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
 	// not depend on it. nil: no lease check.
 	LeaseDeadline func() time.Time
-	// GroupWrites, in the trust modes, writes events in groups as the
-	// fenced mode does (plog.Writer.WriteGroup, each event with its mode's
-	// semantics): the commands of the partition overlap, and a store with
-	// group commit (storage/boltdb) commits those of every partition
-	// together. Fenced mode always writes in groups.
-	GroupWrites bool
+	// GroupWrites chooses whether, in the trust modes, events are written
+	// in groups as the fenced mode does (plog.Writer.WriteGroup, each event
+	// with its mode's semantics): the commands of the partition overlap,
+	// and a store with group commit (storage/boltdb) commits those of every
+	// partition together. The default, GroupWritesAuto, groups them when
+	// the PLog's storage commits in groups (storage.AsGroupCommitter, found
+	// under any wrapper). Fenced mode always writes in groups.
+	GroupWrites GroupWrites
 	// MaxGroupEvents caps the events of one group write. Default 128.
 	MaxGroupEvents int
 	// Hooks pause points of the fenced flow, for tests only.
@@ -136,6 +138,31 @@ func (o *OpenOptions) Validate() error {
 	return errors.Join(errs...)
 }
 
+// GroupWrites chooses the trust modes' event writes (OpenOptions.GroupWrites).
+type GroupWrites uint8
+
+const (
+	// GroupWritesAuto groups a partition's event writes when its PLog's
+	// storage commits in groups (storage.AsGroupCommitter).
+	GroupWritesAuto GroupWrites = iota
+	// GroupWritesOn always groups them.
+	GroupWritesOn
+	// GroupWritesOff writes one event per command (serial flow).
+	GroupWritesOff
+)
+
+// grouped reports whether event writes to st are grouped.
+func (g GroupWrites) grouped(st storage.Storage) bool {
+	switch g {
+	case GroupWritesOn:
+		return true
+	case GroupWritesOff:
+		return false
+	}
+	_, ok := storage.AsGroupCommitter(st)
+	return ok
+}
+
 // Open builds the partition App/Partition over the storages: seqstorage
 // (reading the PLog with plog's reader) under a sequencer, and a
 // plog.Writer in o.Mode as the event log. It reads the partition's stored
@@ -152,7 +179,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	fenced := o.Mode == plog.ModeFenced
-	grouped := fenced || o.GroupWrites
+	grouped := fenced || o.GroupWrites.grouped(o.AppStorage)
 	var epoch uint64
 	if fenced {
 		if epoch, err = takeOver(ctx, o); err != nil {

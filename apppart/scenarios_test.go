@@ -92,7 +92,7 @@ func TestTrust0ConflictInGroupFailsOneCommand(t *testing.T) {
 		var groups atomic.Int32
 		entered := make(chan struct{}, 16) // a Do has passed its checks and is about to queue
 		o := appparttest.Options(st, part, plog.ModeTrust0)
-		o.GroupWrites = true
+		o.GroupWrites = apppart.GroupWritesOn
 		o.Hooks.AfterLeaseCheck = func() {
 			if armed.Load() {
 				entered <- struct{}{}

@@ -168,37 +168,39 @@ func (m *seqMetrics) StorageError(op string) {
 
 // Storage returns st instrumented: every call's duration and failure is
 // recorded by operation name ("Get", "PutBatch", ...). A not-found is not a
-// failure; a conditional write that is not applied is not a failure. When
-// st is a storage.MultiApplier, so is the result ("ApplyBatchesIf").
+// failure; a conditional write that is not applied is not a failure. The
+// result is a storage.Wrapper and passes storage.MultiApplier through (see
+// storage.AsMultiApplier), recorded as "ApplyBatchesIf".
 func (c *Collectors) Storage(st storage.Storage) storage.Storage {
 	s := &instrumented{inner: st}
 	for i, op := range storageOps {
 		s.calls[i] = c.storageCalls.WithLabelValues(op)
 		s.errs[i] = c.storageErrors.WithLabelValues(op)
 	}
-	if ma, ok := st.(storage.MultiApplier); ok {
-		return &instrumentedMulti{instrumented: s, multi: ma}
-	}
 	return s
 }
 
-// instrumentedMulti is instrumented over a storage.MultiApplier.
-type instrumentedMulti struct {
-	*instrumented
-	multi storage.MultiApplier
-}
+var (
+	_ storage.Wrapper      = (*instrumented)(nil)
+	_ storage.MultiApplier = (*instrumented)(nil)
+)
 
-var _ storage.MultiApplier = (*instrumentedMulti)(nil)
-
-func (s *instrumentedMulti) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+// ApplyBatchesIf implements storage.MultiApplier over a wrapped
+// MultiApplier; over any other storage it refuses the call
+// (storage.ErrNotMultiApplier).
+func (s *instrumented) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+	ma, ok := s.inner.(storage.MultiApplier)
+	if !ok {
+		return fmt.Errorf("metrics: %w", storage.ErrNotMultiApplier)
+	}
 	began := time.Now()
-	err := s.multi.ApplyBatchesIf(ctx, batches, applied)
+	err := ma.ApplyBatchesIf(ctx, batches, applied)
 	s.done(opApplyBatchesIf, began, err)
 	return err
 }
 
-// Inner returns the Storage that st (from Collectors.Storage) wraps.
-func (s *instrumented) Inner() storage.Storage { return s.inner }
+// Unwrap implements storage.Wrapper.
+func (s *instrumented) Unwrap() storage.Storage { return s.inner }
 
 const (
 	opGet = iota

@@ -136,7 +136,7 @@ func TestStorageWrapperKeepsMultiApplier(t *testing.T) {
 	c, err := New(reg)
 	require.NoError(t, err)
 	st := c.Storage(mem.New(mem.Options{}))
-	ma, ok := st.(storage.MultiApplier)
+	ma, ok := storage.AsMultiApplier(st)
 	require.True(t, ok)
 	applied := make([]bool, 1)
 	require.NoError(t, ma.ApplyBatchesIf(context.Background(), []storage.CondBatch{{PKey: []byte("p"), Rows: []storage.Row{{PKey: []byte("p"), CCols: []byte("c")}}}}, applied))
@@ -145,6 +145,6 @@ func TestStorageWrapperKeepsMultiApplier(t *testing.T) {
 	assert.Error(t, ma.ApplyBatchesIf(context.Background(), nil, applied))
 	assert.Equal(t, 1.0, value(t, reg, "cqlseq_storage_errors_total", "op", "ApplyBatchesIf"))
 
-	_, ok = c.Storage(struct{ storage.Storage }{mem.New(mem.Options{})}).(storage.MultiApplier)
+	_, ok = storage.AsMultiApplier(c.Storage(struct{ storage.Storage }{mem.New(mem.Options{})}))
 	assert.False(t, ok)
 }

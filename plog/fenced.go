@@ -315,7 +315,7 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 // same transaction, if the batch is applied (withRecords); else with
 // ApplyBatchIf alone, the records left to the caller.
 func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKey []byte, conds []storage.Condition, rows []storage.Row) (ok, withRecords bool, err error) {
-	ma, multi := w.o.Storage.(storage.MultiApplier)
+	ma, multi := storage.AsMultiApplier(w.o.Storage)
 	if !multi {
 		ok, err = w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
 		return ok, false, err

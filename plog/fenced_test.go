@@ -125,7 +125,8 @@ func TestFencedStorageErrors(t *testing.T) {
 	inner := mem.New(mem.Options{})
 	defer inner.Close()
 	ctx := context.Background()
-	st, err := faulty.New(inner, faulty.Options{})
+	// The contract's calls (ApplyBatchIf, PutBatch) are faulted below.
+	st, err := faulty.New(drivertest.ContractOnly(inner), faulty.Options{})
 	require.NoError(t, err)
 	w := plogtest.NewWriter(t, st, 1, 1, 0, 0)
 

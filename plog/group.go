@@ -72,7 +72,7 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) 
 		}
 		return
 	}
-	if ma, ok := w.o.Storage.(storage.MultiApplier); ok {
+	if ma, ok := storage.AsMultiApplier(w.o.Storage); ok {
 		w.applyGroupLocked(ctx, ma, events, encs, errs)
 	} else {
 		w.writeGroupLocked(ctx, events, encs, errs)

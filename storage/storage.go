@@ -187,6 +187,65 @@ type MultiApplier interface {
 	ApplyBatchesIf(ctx context.Context, batches []CondBatch, applied []bool) error
 }
 
+// Wrapper is implemented by a Storage that wraps another (fault injection,
+// metrics): Unwrap returns the wrapped one. Optional capabilities are found
+// through it (AsMultiApplier, AsGroupCommitter), so that wrapping a store
+// never switches a caller to a slower path. A wrapper passes a capability
+// through by implementing its interface itself, delegating to the wrapped
+// storage (so that its faults and metrics still apply).
+type Wrapper interface {
+	Unwrap() Storage
+}
+
+// AsMultiApplier returns st as a MultiApplier when st implements it and so
+// does every storage under it (see Wrapper): the innermost one applies the
+// batches, and every wrapper on the way passes the calls through. A
+// wrapper's ApplyBatchesIf over a storage that is not a MultiApplier
+// refuses the call.
+func AsMultiApplier(st Storage) (MultiApplier, bool) {
+	ma, ok := st.(MultiApplier)
+	if !ok {
+		return nil, false
+	}
+	for w, ok := st.(Wrapper); ok; w, ok = st.(Wrapper) {
+		if st = w.Unwrap(); st == nil {
+			return nil, false
+		}
+		if _, ok := st.(MultiApplier); !ok {
+			return nil, false
+		}
+	}
+	return ma, true
+}
+
+// GroupCommitter is implemented by a store that commits the writes of
+// concurrent callers together (storage/boltdb): the more callers write at
+// once, the fewer commits they share. GroupCommits reports the commits made
+// and the writes they carried so far.
+type GroupCommitter interface {
+	GroupCommits() (commits, writes uint64)
+}
+
+// AsGroupCommitter returns the GroupCommitter at st or under it (see
+// Wrapper), if any.
+func AsGroupCommitter(st Storage) (GroupCommitter, bool) {
+	for st != nil {
+		if gc, ok := st.(GroupCommitter); ok {
+			return gc, true
+		}
+		w, ok := st.(Wrapper)
+		if !ok {
+			break
+		}
+		st = w.Unwrap()
+	}
+	return nil, false
+}
+
+// ErrNotMultiApplier is the error of a wrapper's ApplyBatchesIf over a
+// storage that is not a MultiApplier (wrapping ErrInvalidArgument).
+var ErrNotMultiApplier = fmt.Errorf("%w: the wrapped storage does not apply batches of several partitions (see AsMultiApplier)", ErrInvalidArgument)
+
 // ApplyOne is ApplyBatchIf for a driver that is a MultiApplier: one batch
 // of ApplyBatchesIf.
 func ApplyOne(ctx context.Context, ma MultiApplier, pKey []byte, conds []Condition, rows []Row) (bool, error) {

@@ -171,7 +171,7 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 		part := nextBenchPart()
 		ids[i] = part
 		o := Options(st, part, mode)
-		o.GroupWrites = grouped
+		o.GroupWrites = groupWrites(grouped)
 		p, err := apppart.Open(ctx, o)
 		if err != nil {
 			b.Fatal(err)
@@ -271,9 +271,7 @@ func groupStats(ps []*apppart.Partition) (groups, events int) {
 // storeCommits returns the transactions committed by a store with group
 // commit (storage/boltdb); false for another store.
 func storeCommits(st storage.Storage) (uint64, bool) {
-	gc, ok := st.(interface {
-		GroupCommits() (commits, writes uint64)
-	})
+	gc, ok := storage.AsGroupCommitter(st)
 	if !ok {
 		return 0, false
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/plog/plogtest"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 )
 
 // Acked is what an owner acknowledged: the event's offset, the command's
@@ -115,7 +116,15 @@ func openOwner(t testing.TB, name string, o apppart.OpenOptions) *owner {
 // succeed, groups carry several events, a reopen continues above every
 // number, and the PLog verifies.
 func FencedGroupCommit(t *testing.T, st storage.Storage, part isequencer.PartitionID, workers, perWorker int) {
-	o := Options(st, part, plog.ModeFenced)
+	// Each group write takes 2 ms at least, so that the workers' commands
+	// queue behind it however the scheduler runs them (on a busy machine,
+	// an instant mem store could commit every command before the next was
+	// queued).
+	slow, err := faulty.New(st, faulty.Options{Rules: []faulty.Rule{
+		{Ops: []string{faulty.OpApplyBatchIf, faulty.OpApplyBatchesIf}, Action: faulty.Delay, Delay: 2 * time.Millisecond},
+	}})
+	require.NoError(t, err)
+	o := Options(slow, part, plog.ModeFenced)
 	a := openOwner(t, "A", o)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -469,7 +478,7 @@ func GroupedRecordConflict(t *testing.T, st storage.Storage, part isequencer.Par
 	first := newPause()
 	entered := make(chan struct{}, 64)
 	o := Options(st, part, plog.ModeTrust0)
-	o.GroupWrites = true
+	o.GroupWrites = apppart.GroupWritesOn
 	o.Hooks.AfterLeaseCheck = func() {
 		select {
 		case entered <- struct{}{}:
@@ -480,7 +489,7 @@ func GroupedRecordConflict(t *testing.T, st storage.Storage, part isequencer.Par
 	a := openOwner(t, "A", o)
 	t.Cleanup(first.free)
 	ob := Options(st, part+1, plog.ModeTrust0)
-	ob.GroupWrites = true
+	ob.GroupWrites = apppart.GroupWritesOn
 	b := openOwner(t, "B", ob)
 
 	var next [workers + 2]isequencer.Number // next record ID per workspace

@@ -14,6 +14,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
@@ -90,13 +91,15 @@ func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer
 	case grouped:
 		op = faulty.OpApplyBatchIf
 	}
-	fs, err := faulty.New(st, faulty.Options{Seed: uint64(part), Rules: []faulty.Rule{
+	// The contract's calls are faulted: a MultiApplier's one-call group
+	// path (storage/boltdb, storage/mem) is hidden.
+	fs, err := faulty.New(drivertest.ContractOnly(st), faulty.Options{Seed: uint64(part), Rules: []faulty.Rule{
 		{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02},
 		{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02, AfterCall: true, Err: storage.ErrUnknownOutcome},
 	}})
 	require.NoError(t, err)
 	o := Options(fs, part, mode)
-	o.GroupWrites = grouped
+	o.GroupWrites = groupWrites(grouped)
 	p := Open(t, o)
 	handed := Maxes{}
 	results := map[isequencer.PLogOffset]apppart.Result{}
@@ -175,7 +178,7 @@ func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.Parti
 		t.Run(tc.mode.String()+"/"+what, func(t *testing.T) {
 			ctx := context.Background()
 			o := Options(st, part, tc.mode)
-			o.GroupWrites = grouped
+			o.GroupWrites = groupWrites(grouped)
 			p := Open(t, o)
 			ws := WS(part, 1)
 			var r apppart.Result
@@ -273,4 +276,13 @@ func CorruptTailKeepsRetrying(t *testing.T, st storage.Storage, part isequencer.
 		}
 		before.RequireAbove(t, cmd, r)
 	}
+}
+
+// groupWrites is OpenOptions.GroupWrites forced on or off (never the
+// automatic choice, which groups on bbolt).
+func groupWrites(grouped bool) apppart.GroupWrites {
+	if grouped {
+		return apppart.GroupWritesOn
+	}
+	return apppart.GroupWritesOff
 }

@@ -53,7 +53,10 @@ type Store struct {
 	done    chan struct{}      // closed when the sweeper has returned
 }
 
-var _ storage.Storage = (*Store)(nil)
+var (
+	_ storage.Storage        = (*Store)(nil)
+	_ storage.GroupCommitter = (*Store)(nil)
+)
 
 // hooks replace the sweeper's ticker and report its sweeps, and pause
 // the committer before each group (tests).

@@ -102,8 +102,13 @@ func New(inner storage.Storage, o Options) (*Store, error) {
 	return s, nil
 }
 
-// Inner returns the wrapped Storage.
-func (s *Store) Inner() storage.Storage { return s.inner }
+var (
+	_ storage.Wrapper      = (*Store)(nil)
+	_ storage.MultiApplier = (*Store)(nil)
+)
+
+// Unwrap implements storage.Wrapper: it returns the wrapped Storage.
+func (s *Store) Unwrap() storage.Storage { return s.inner }
 
 // SetRules replaces the rules, restarting every Times count. Calls already
 // delayed or blocked by a rule are not released. Invalid rules change
@@ -289,30 +294,17 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	return ok && err == nil, err
 }
 
-// Multi returns s with storage.MultiApplier's ApplyBatchesIf too
-// (operation OpApplyBatchesIf) when the inner Storage is a MultiApplier,
-// so that callers keep their one-call path; else s itself. The result
-// shares s's rules and counts.
-func (s *Store) Multi() storage.Storage {
-	if ma, ok := s.inner.(storage.MultiApplier); ok {
-		return &multiStore{Store: s, multi: ma}
+// ApplyBatchesIf implements storage.MultiApplier (operation
+// OpApplyBatchesIf) over a wrapped MultiApplier; over any other storage it
+// refuses the call (storage.ErrNotMultiApplier, not faulted). An injected
+// error (after the call, too) leaves applied all false, as the interface
+// says of any error.
+func (s *Store) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
+	ma, ok := s.inner.(storage.MultiApplier)
+	if !ok {
+		return fmt.Errorf("faulty: %w", storage.ErrNotMultiApplier)
 	}
-	return s
-}
-
-// multiStore is Store over a storage.MultiApplier.
-type multiStore struct {
-	*Store
-	multi storage.MultiApplier
-}
-
-var _ storage.MultiApplier = (*multiStore)(nil)
-
-// ApplyBatchesIf implements storage.MultiApplier. An injected error (after
-// the call, too) leaves applied all false, as the interface says of any
-// error.
-func (m *multiStore) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch, applied []bool) error {
-	err := m.do(ctx, OpApplyBatchesIf, func() error { return m.multi.ApplyBatchesIf(ctx, batches, applied) })
+	err := s.do(ctx, OpApplyBatchesIf, func() error { return ma.ApplyBatchesIf(ctx, batches, applied) })
 	if err != nil {
 		clear(applied)
 	}

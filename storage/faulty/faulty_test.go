@@ -352,10 +352,12 @@ func TestCColsMatchesOneClusteringKey(t *testing.T) {
 	assert.Equal(t, uint64(3), s.Injected())
 }
 
-// TestMultiKeepsApplyBatchesIf: over a storage.MultiApplier, Multi offers
-// ApplyBatchesIf under the store's rules (by its name, and under a rule
-// for every operation); over another store it is the store itself.
-func TestMultiKeepsApplyBatchesIf(t *testing.T) {
+// TestPassesApplyBatchesIfThrough: over a storage.MultiApplier, the store
+// is one (storage.AsMultiApplier finds it through Unwrap) and its
+// ApplyBatchesIf is under the store's rules (by its name, and under a rule
+// for every operation); over another store it is not, and the call is
+// refused.
+func TestPassesApplyBatchesIfThrough(t *testing.T) {
 	batch := func(cc string) []storage.CondBatch {
 		return []storage.CondBatch{{PKey: p, Rows: []storage.Row{{PKey: p, CCols: []byte(cc)}}}}
 	}
@@ -369,7 +371,7 @@ func TestMultiKeepsApplyBatchesIf(t *testing.T) {
 		{faulty.Rule{Ops: []string{faulty.OpApplyBatchesIf}, Action: faulty.Fail, AfterCall: true}, true},
 	} {
 		s := newStore(t, faulty.Options{Rules: []faulty.Rule{tc.rule}})
-		ma, ok := s.Multi().(storage.MultiApplier)
+		ma, ok := storage.AsMultiApplier(s)
 		require.True(t, ok)
 		applied := make([]bool, 1)
 		err := ma.ApplyBatchesIf(ctx, batch("m"), applied)
@@ -384,7 +386,8 @@ func TestMultiKeepsApplyBatchesIf(t *testing.T) {
 	}
 	s, err := faulty.New(struct{ storage.Storage }{mem.New(mem.Options{})}, faulty.Options{})
 	require.NoError(t, err)
-	_, ok := s.Multi().(storage.MultiApplier)
+	_, ok := storage.AsMultiApplier(s)
 	assert.False(t, ok, "not over a store without it")
-	assert.Same(t, s, s.Multi())
+	assert.ErrorIs(t, s.ApplyBatchesIf(ctx, batch("m"), make([]bool, 1)), storage.ErrNotMultiApplier)
+	assert.Zero(t, s.Injected(), "a refused call is not faulted")
 }

@@ -386,7 +386,7 @@ func Run(t *testing.T, h Harness) {
 	})
 
 	t.Run("ApplyBatchesIf", func(t *testing.T) {
-		ma, ok := st.(storage.MultiApplier)
+		ma, ok := storage.AsMultiApplier(st)
 		if !ok {
 			t.Skip("the driver is not a storage.MultiApplier")
 		}
@@ -648,7 +648,7 @@ func Run(t *testing.T, h Harness) {
 		_, calls["CompareAndDelete"] = own.CompareAndDelete(ctx, p, c, nil)
 		_, calls["ApplyBatchIf"] = own.ApplyBatchIf(ctx, p, nil, []storage.Row{{PKey: p, CCols: c}})
 		_, _, calls["QueryTTL"] = own.QueryTTL(ctx, p, c)
-		if ma, ok := own.(storage.MultiApplier); ok {
+		if ma, ok := storage.AsMultiApplier(own); ok {
 			calls["ApplyBatchesIf"] = ma.ApplyBatchesIf(ctx, []storage.CondBatch{{PKey: p}}, make([]bool, 1))
 		}
 		for name, err := range calls {

@@ -171,7 +171,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) (err error) {
 	if err != nil {
 		return err
 	}
-	parts, _, err := openPartitions(ctx, f.load.openConfig(e, in, cutter.Multi()))
+	parts, _, err := openPartitions(ctx, f.load.openConfig(e, in, cutter))
 	if err != nil {
 		return err
 	}

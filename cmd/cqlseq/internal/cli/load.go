@@ -15,7 +15,6 @@ import (
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
-	"github.com/cqlseq/cqlseq/storage/boltdb"
 )
 
 // The simulated command processor: one workspace kind with two sequences.
@@ -77,22 +76,6 @@ type openStats struct {
 	maxTook time.Duration // the slowest partition's actualization, as its sequencer measured it
 }
 
-// groupWrites reports whether partitions over st write their events in
-// groups: on bbolt, whose group commit then commits the commands of every
-// partition in one transaction.
-func groupWrites(st storage.Storage) bool {
-	for {
-		switch s := st.(type) {
-		case *boltdb.Store:
-			return true
-		case interface{ Inner() storage.Storage }:
-			st = s.Inner()
-		default:
-			return false
-		}
-	}
-}
-
 // openPartitions opens partitions 0..n-1 and waits until each has
 // actualized (its first Do would not be refused as busy).
 func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats, error) {
@@ -108,7 +91,6 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 			SeqTypes:      seqTypes(),
 			RecordSeqs:    []isequencer.SeqID{seqRecords},
 			WLogOffsetSeq: seqWLog,
-			GroupWrites:   groupWrites(c.st),
 			Sequencer: isequencer.Params{
 				MaxNumUnflushedValues: c.maxUnflushed,
 				BatcherDelay:          c.batcherDelay,
