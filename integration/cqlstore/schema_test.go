@@ -117,7 +117,7 @@ func TestSchemaCqlshMatchesApply(t *testing.T) {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CQLSH is not set (make cqlsh-venv installs cqlsh; the Makefile sets CQLSH): under CI=true this is a failure")
 		}
-		t.Skip("CQLSH is not set: run make -C /work/main cqlsh-venv and set CQLSH=/work/main/.venv/bin/cqlsh to compare the cqlsh-applied schema")
+		t.Skip("CQLSH is not set: run make cqlsh-venv in the repository root and set CQLSH to its .venv/bin/cqlsh to compare the cqlsh-applied schema")
 	}
 	s := itest.Session(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

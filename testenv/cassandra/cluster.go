@@ -199,20 +199,11 @@ func ringErr(ctx context.Context, c *Cluster) error {
 }
 
 func nodeSeesRing(ctx context.Context, host string, n int) error {
-	cfg := gocql.NewCluster(host)
-	cfg.Timeout = 10 * time.Second
-	cfg.ConnectTimeout = 5 * time.Second
-	cfg.DisableInitialHostLookup = true
-	cfg.ProtoVersion = 4
-	cfg.Logger = nopLogger{}
-	s, err := gocql.NewSessionNonBlocking(*cfg)
+	s, err := connect(ctx, host, 10*time.Second)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if err := s.WaitUntilReady(); err != nil {
-		return err
-	}
 	normal := 0
 	// Between nodes of 4.0 and later only STATUS_WITH_PORT is gossiped;
 	// STATUS is filled for the node itself.

@@ -1,4 +1,5 @@
-// Package cassandra runs a real single-node Apache Cassandra for tests, from
+// Package cassandra runs a real Apache Cassandra for tests, one node or a
+// cluster of nodes on loopback addresses (StartCluster), from
 // the jars Maven Central publishes, with no Docker engine: Fetch copies the
 // cassandra-all artifact and its runtime dependencies into a cache, Start
 // writes a fresh run directory (cassandra.yaml, logback.xml, data) with free
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -24,6 +26,8 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
+
+	"github.com/cqlseq/cqlseq/storage/cql"
 )
 
 // DefaultVersion is the Cassandra release the project tests against.
@@ -387,23 +391,13 @@ func launch(ctx context.Context, o Options, lib string, inst *Instance) error {
 }
 
 func probe(host string) (string, error) {
-	c := gocql.NewCluster(host)
-	c.Timeout = 2 * time.Second
-	c.ConnectTimeout = 2 * time.Second
-	c.DisableInitialHostLookup = true
-	c.ProtoVersion = 4
-	c.Logger = nopLogger{}
-	// CreateSession does not close a session whose initialisation failed,
-	// leaking its goroutines (scylladb/gocql#966); the non-blocking
-	// constructor hands the session over, so it is always closed.
-	s, err := gocql.NewSessionNonBlocking(*c)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	s, err := connect(ctx, host, 2*time.Second)
 	if err != nil {
 		return "", err
 	}
 	defer s.Close()
-	if err := s.WaitUntilReady(); err != nil {
-		return "", err
-	}
 	var rel string
 	if err := s.Query("SELECT release_version FROM system.local").Scan(&rel); err != nil {
 		return "", err
@@ -411,11 +405,18 @@ func probe(host string) (string, error) {
 	return rel, nil
 }
 
-type nopLogger struct{}
+// connect opens a session to the one node at host through storage/cql
+// (cqlseq's one way to a session), its queries bounded by timeout.
+func connect(ctx context.Context, host string, timeout time.Duration) (*gocql.Session, error) {
+	return cql.Connect(ctx, cql.Options{
+		Hosts:                    []string{host},
+		DisableInitialHostLookup: true,
+		Timeout:                  timeout,
+		ConnectTimeout:           timeout,
+		Logger:                   slog.New(slog.DiscardHandler),
+	})
+}
 
-func (nopLogger) Print(...any)          {}
-func (nopLogger) Printf(string, ...any) {}
-func (nopLogger) Println(...any)        {}
 
 func jvmArgs(o Options, lib, jamm, dir string) []string {
 	a := []string{

@@ -200,6 +200,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"demo", "--memory", "--dir", "x"}, []string{"--memory excludes"}},
 		{[]string{"demo", "extra"}, []string{"no arguments"}},
 		{[]string{"nosuchcmd"}, []string{`unknown command "nosuchcmd"`}},
+		{[]string{"nosuchcmd", "--help"}, []string{`unknown command "nosuchcmd"`}},
+		{[]string{"--log-level", "info", "-h", "nosuchcmd"}, []string{`unknown command "nosuchcmd"`}},
 		{[]string{}, []string{"no command"}},
 		{[]string{"verify", "--partition", "70000", "--dir", "x"}, []string{"--partition 70000"}},
 		{[]string{"verify", "--dir", "a", "--file", "b"}, []string{"exclusive"}},

@@ -1,5 +1,5 @@
-// Package cli is the cqlseq command: demo, bench, migrate, inspect and
-// verify. Main runs it in-process (the tests do) with the caller's
+// Package cli is the cqlseq command: demo, bench, migrate, inspect, verify,
+// alloc and actualize. Main runs it in-process (the tests do) with the caller's
 // arguments, output streams and context.
 //
 // Exit codes: 0 success, 1 a runtime failure (unreachable store, failed
@@ -61,6 +61,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // run is Main with a prepared env (tests set tty).
 func run(ctx context.Context, args []string, e *env) int {
 	stderr := e.stderr
+	if name, ok := unknownCommand(e, args); ok {
+		// cobra would print the root's help for "NAME --help" and succeed.
+		fmt.Fprintf(stderr, "cqlseq: unknown command %q (run 'cqlseq --help')\n", name)
+		return ExitUsage
+	}
 	root := newRoot(e)
 	root.SetArgs(args)
 	root.SetOut(e.stdout)
@@ -84,6 +89,20 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	fmt.Fprintf(stderr, "cqlseq: %s\n", oneLine(err))
 	return code
+}
+
+// unknownCommand reports the first positional argument of args when it names
+// no command (on a throwaway root, whose flags args may set).
+func unknownCommand(e *env, args []string) (string, bool) {
+	root := newRoot(e)
+	if c, _, err := root.Find(args); err == nil && c != root {
+		return "", false
+	}
+	root.InitDefaultHelpFlag()
+	if root.ParseFlags(args) != nil || len(root.Flags().Args()) == 0 {
+		return "", false
+	}
+	return root.Flags().Args()[0], true
 }
 
 // oneLine joins the lines of err's message (errors.Join) with "; ".
