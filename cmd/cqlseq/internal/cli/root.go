@@ -95,6 +95,7 @@ func run(ctx context.Context, args []string, e *env) int {
 // no command (on a throwaway root, whose flags args may set).
 func unknownCommand(e *env, args []string) (string, bool) {
 	root := newRoot(e)
+	root.InitDefaultHelpCmd()
 	if c, _, err := root.Find(args); err == nil && c != root {
 		return "", false
 	}
