@@ -417,7 +417,6 @@ func connect(ctx context.Context, host string, timeout time.Duration) (*gocql.Se
 	})
 }
 
-
 func jvmArgs(o Options, lib, jamm, dir string) []string {
 	a := []string{
 		"-Xms" + o.Heap, "-Xmx" + o.Heap, "-Xss256k",
