@@ -9,7 +9,9 @@
 #                           it starts and stops (not part of make test: slow)
 #   make torture            the crash and fault campaign on a 3-node cluster it
 #                           starts and stops (TORTURE_ARGS adds flags)
-#   make lint               go vet + staticcheck
+#   make lint               go vet + staticcheck (+ check-ops when promtool is on PATH)
+#   make check-ops          the alert rules (promtool check/test rules) and the
+#                           metric names of ops/ (rules, tests, dashboard)
 #   make crash-bbolt        SIGKILL cqlseq bench on a bbolt file 100 times, verify after each
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
@@ -28,13 +30,14 @@ VENV         := $(CURDIR)/.venv
 CQLSH        := $(VENV)/bin/cqlsh
 CQLSH_VER    ?= 6.2.2
 STATICCHECK_VER ?= v0.8.2
+PROMTOOL     ?= promtool
 LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 FUZZTIME     ?= 20s
 VOEDGER_FUZZTIME ?= 10s
 
-.PHONY: all build test test-unit test-integration test-cluster torture torture-short lint cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: all build test test-unit test-integration test-cluster torture torture-short lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -126,6 +129,18 @@ lint: $(BIN)/staticcheck
 	@if docker compose version >/dev/null 2>&1; then docker compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"; \
 	 else echo "lint: no docker compose client; docker-compose.yml is checked by testenv's TestComposeFile"; fi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	@if command -v $(PROMTOOL) >/dev/null 2>&1; then $(MAKE) --no-print-directory check-ops; \
+	 else echo "lint: $(PROMTOOL) not on PATH: skipped check-ops (the alert rules; Debian: apt-get install prometheus)"; fi
+
+# check-ops checks ops/: the alert rules parse and their unit tests pass
+# (promtool, Debian's prometheus package), and every metric, label and
+# label value the rules, their tests and the Grafana dashboard name is one
+# package metrics exports (go test ./ops/, also part of make test-unit).
+check-ops:
+	@command -v $(PROMTOOL) >/dev/null 2>&1 || { echo "check-ops: $(PROMTOOL) not on PATH (Debian: apt-get install prometheus)" >&2; exit 1; }
+	$(PROMTOOL) check rules ops/prometheus/cqlseq-alerts.yml
+	$(PROMTOOL) test rules ops/prometheus/cqlseq-alerts_test.yml
+	$(GO) test -count=1 ./ops/
 
 $(BIN)/staticcheck:
 	GOBIN=$(BIN) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VER)
