@@ -37,6 +37,8 @@ type Collectors struct {
 
 	storageCalls  *prometheus.HistogramVec
 	storageErrors *prometheus.CounterVec
+
+	leadership *prometheus.CounterVec
 }
 
 // New creates cqlseq's collectors and registers them on reg, which must also
@@ -92,9 +94,13 @@ func New(reg *prometheus.Registry) (*Collectors, error) {
 			Name: "cqlseq_storage_errors_total",
 			Help: "Failed storage calls, by operation.",
 		}, []string{"op"}),
+		leadership: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_leadership_events_total",
+			Help: "Leadership (lease) events by kind: acquired, renewed, renew-failed, lost, released.",
+		}, []string{"kind"}),
 	}
 	for _, col := range []prometheus.Collector{c.transactions, c.busy, c.unflushed, c.flushBatch, c.flushLatency,
-		c.actualizeTime, c.eventsReplayed, c.seqStorageErrs, c.storageCalls, c.storageErrors} {
+		c.actualizeTime, c.eventsReplayed, c.seqStorageErrs, c.storageCalls, c.storageErrors, c.leadership} {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)
 		}

@@ -69,6 +69,7 @@ func exported(t *testing.T) catalog {
 		m.StorageError(op)
 	}
 	c.Storage(nil) // binds every operation's children; no call is made
+	c.Leadership() // binds every event kind's child
 	if err := c.RegisterHostHealth(func() metrics.HostHealth { return metrics.HostHealth{} }); err != nil {
 		t.Fatal(err)
 	}
