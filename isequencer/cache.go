@@ -32,9 +32,10 @@ type wsCache struct {
 	slots []cacheSlot
 	nums  []Number // slot i owns nums[i*width : (i+1)*width]
 	width int
-	max   int   // capacity in workspaces
-	head  int32 // most recently used, -1 if empty
-	tail  int32 // least recently used, -1 if empty
+	free  []int32 // slots of removed workspaces, reused by add first
+	max   int     // capacity in workspaces
+	head  int32   // most recently used, -1 if empty
+	tail  int32   // least recently used, -1 if empty
 }
 
 type cacheSlot struct {
@@ -91,6 +92,9 @@ func (c *wsCache) add(ws WSID, kind WSKind) []Number {
 	switch {
 	case ok:
 		c.unlink(i)
+	case len(c.free) > 0:
+		i = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
 	case len(c.slots) < c.max:
 		i = int32(len(c.slots))
 		c.slots = append(c.slots, cacheSlot{})
@@ -112,11 +116,23 @@ func (c *wsCache) add(ws WSID, kind WSKind) []Number {
 	return nums
 }
 
+// remove drops ws, if cached. Its slot is reused by the next add.
+func (c *wsCache) remove(ws WSID) {
+	i, ok := c.idx[ws]
+	if !ok {
+		return
+	}
+	c.unlink(i)
+	delete(c.idx, ws)
+	c.free = append(c.free, i)
+}
+
 // reset empties the cache, keeping its memory.
 func (c *wsCache) reset() {
 	clear(c.idx)
 	c.slots = c.slots[:0]
 	c.nums = c.nums[:0]
+	c.free = c.free[:0]
 	c.head, c.tail = noSlot, noSlot
 }
 

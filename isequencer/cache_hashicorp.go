@@ -56,5 +56,8 @@ func (c *wsCache) add(ws WSID, kind WSKind) []Number {
 	return nums
 }
 
+// remove drops ws, if cached; its numbers' memory is kept for reuse.
+func (c *wsCache) remove(ws WSID) { c.lru.Remove(ws) }
+
 // reset empties the cache, keeping the numbers' memory for reuse.
 func (c *wsCache) reset() { c.lru.Purge() }

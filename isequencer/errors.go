@@ -12,6 +12,11 @@ var (
 	// largest Number; it never wraps.
 	ErrNumberOverflow = errors.New("isequencer: number overflow")
 
+	// ErrReadNumbers wraps the storage error of a Next that could not read
+	// the workspace's stored numbers. Next took no number; the transaction
+	// can be cancelled (ISequencer.Cancel) and the command retried.
+	ErrReadNumbers = errors.New("isequencer: reading stored numbers failed")
+
 	// ErrInvalidParams wraps every problem New finds in Params.
 	ErrInvalidParams = errors.New("isequencer: invalid params")
 )

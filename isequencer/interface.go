@@ -102,10 +102,12 @@ type ISeqStorageCanceler interface {
 //
 // Methods must not be called concurrently. Use:
 //
-//	{ Start {Next} ( Flush | Actualize ) }
+//	{ Start {Next} ( Flush | Cancel | Actualize ) }
 //
 // A Sequencing Transaction is Start, then Next calls, then Flush (the event
-// was written to the PLog) or Actualize (it was not).
+// was written to the PLog), Cancel (no write of the event was attempted) or
+// Actualize (a write of the event was attempted and failed: it may or may
+// not be stored).
 type ISequencer interface {
 	// Start begins a Sequencing Transaction for the workspace and returns the
 	// PLog offset the transaction's event must be written at.
@@ -123,9 +125,13 @@ type ISequencer interface {
 	// every event of a flushed transaction was durably written at its offset.
 	//
 	// Errors: ErrUnknownSeqID if seqID is not defined for the workspace's
-	// kind; ErrNumberOverflow if the sequence is exhausted; a storage error
-	// (wrapped) if the workspace's numbers could not be read. After an error
-	// the transaction is still in progress and must be completed.
+	// kind; ErrNumberOverflow if the sequence is exhausted; ErrReadNumbers,
+	// wrapping the storage error, if the workspace's numbers could not be
+	// read (a cache miss, so only in the transaction's first successful
+	// Next; the next Next or transaction reads them again). After an error
+	// the transaction is still in progress and must be completed; a caller
+	// that gives the command up without writing its event calls Cancel,
+	// which needs no actualization.
 	//
 	// Panics if no Sequencing Transaction is in progress.
 	Next(seqID SeqID) (num Number, err error)
@@ -136,6 +142,19 @@ type ISequencer interface {
 	//
 	// Panics if no Sequencing Transaction is in progress.
 	Flush()
+
+	// Cancel ends the Sequencing Transaction without an event: its PLog
+	// offset and the numbers it took are not used, and the next
+	// transaction gets the same offset and may get the same numbers. No
+	// actualization is needed: the state the transaction changed is only
+	// in memory (the workspace's cached numbers, dropped if it took any,
+	// so that the next cache miss rebuilds them from storage and the values
+	// accepted before). Use it when no write of the event was attempted,
+	// for example after a Next error; after a failed or unknown event
+	// write, use Actualize.
+	//
+	// Panics if no Sequencing Transaction is in progress.
+	Cancel()
 
 	// Actualize cancels the Sequencing Transaction (if any) and starts
 	// actualization: unflushed state is dropped and rebuilt from storage and

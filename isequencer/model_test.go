@@ -109,7 +109,10 @@ func runModel(t *testing.T, group bool) {
 	var lastDurableOffset PLogOffset
 	kinds := []WSKind{kindApp, kindUser}
 	seqs := []SeqID{seqWLog, seqRecord, seqCDoc, 77}
-	restarts, actualizes, events, groups := 0, 0, 0, 0
+	restarts, actualizes, cancels, events, groups := 0, 0, 0, 0, 0
+	// expectOff is the offset of a cancelled transaction, which the next
+	// Start must return again (0: none).
+	var expectOff PLogOffset
 
 	type tx struct {
 		off   PLogOffset
@@ -117,6 +120,7 @@ func runModel(t *testing.T, group bool) {
 	}
 	var pending []tx // GroupCommit: flushed, event not yet written
 	resetIssued := func() {
+		expectOff = 0
 		pending = nil
 		clear(issued)
 		for k, v := range durable {
@@ -172,7 +176,12 @@ func runModel(t *testing.T, group bool) {
 		if n := len(pending); n > 0 {
 			require.Equal(t, pending[n-1].off+1, off, "step %d: offsets within a group are consecutive", step)
 		}
+		if expectOff != 0 {
+			require.Equal(t, expectOff, off, "step %d: the offset of a cancelled transaction is used again (seed %d)", step, seed)
+			expectOff = 0
+		}
 		var taken []SeqValue
+		before := map[NumberKey]Number{} // issued before this transaction, per key it took
 		failed := false
 		for range rng.IntN(5) {
 			id := seqs[rng.IntN(len(seqs))]
@@ -189,10 +198,25 @@ func runModel(t *testing.T, group bool) {
 			k := NumberKey{WSID: ws, SeqID: id}
 			require.Greater(t, n, durable[k], "step %d: %v: number %d not above durable %d (seed %d)", step, k, n, durable[k], seed)
 			require.Greater(t, n, issued[k], "step %d: %v: number %d not above issued %d (seed %d)", step, k, n, issued[k], seed)
+			if _, ok := before[k]; !ok {
+				before[k] = issued[k]
+			}
 			issued[k] = n
 			taken = append(taken, SeqValue{Key: k, Value: n})
 		}
-		if failed || rng.IntN(100) < 12 {
+		switch end := rng.IntN(100); {
+		case failed && end < 70, end < 6:
+			// The command is given up before its event is written (after
+			// a failed numbers read, or any other reason): its numbers
+			// may be issued again, nothing else changes.
+			s.Cancel()
+			for k, v := range before {
+				issued[k] = v
+			}
+			expectOff = off
+			cancels++
+			continue
+		case failed || end < 18:
 			// A failed event write: with GroupCommit the whole group fails.
 			s.Actualize()
 			resetIssued()
@@ -214,7 +238,7 @@ func runModel(t *testing.T, group bool) {
 	}
 	cleanup()
 	checkStoredOffset(*modelSteps)
-	t.Logf("seed %d: %d steps, %d events, %d groups, %d actualizations, %d restarts", seed, *modelSteps, events, groups, actualizes, restarts)
+	t.Logf("seed %d: %d steps, %d events, %d groups, %d cancels, %d actualizations, %d restarts", seed, *modelSteps, events, groups, cancels, actualizes, restarts)
 
 	// The PLog itself: per key, numbers strictly increase with the offset.
 	st.mu.Lock()

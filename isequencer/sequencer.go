@@ -327,11 +327,11 @@ func (s *sequencer) load(k *kindInfo) ([]Number, error) {
 	stored, err := s.p.SeqStorage.ReadNumbers(c.txWS, k.ids)
 	if err != nil {
 		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: %w", c.txWS, err)
+		return nil, fmt.Errorf("%w: WSID %d: %w", ErrReadNumbers, c.txWS, err)
 	}
 	if len(stored) != len(k.ids) {
 		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: storage returned %d numbers for %d SeqIDs", c.txWS, len(stored), len(k.ids))
+		return nil, fmt.Errorf("%w: WSID %d: storage returned %d numbers for %d SeqIDs", ErrReadNumbers, c.txWS, len(stored), len(k.ids))
 	}
 	nums := c.cache.add(c.txWS, k.kind)
 	for i := range k.ids {
@@ -443,6 +443,25 @@ func (s *sequencer) Durable(next PLogOffset) {
 	if s.shared.parked.v.Load() {
 		s.wake()
 	}
+}
+
+// Cancel implements ISequencer. Nothing of the transaction left the caller's
+// state: its values reach the ring only in Flush, and its offset only in
+// Flush's nextOffset++. What it changed is the cache entry of its
+// workspace (txNums), which holds the numbers it took: dropping the entry
+// makes the next cache miss rebuild it from storage and the overlay, which
+// covers every value accepted before and not yet durable.
+func (s *sequencer) Cancel() {
+	c := &s.caller
+	if !c.inTx {
+		panic("isequencer: Cancel: no Sequencing Transaction in progress")
+	}
+	if len(c.txTaken) > 0 {
+		c.cache.remove(c.txWS)
+	}
+	c.inTx = false
+	c.txNums = nil
+	c.txTaken = c.txTaken[:0]
 }
 
 // Actualize implements ISequencer.
