@@ -73,6 +73,12 @@ type ISeqStorage interface {
 	// durable before the offset is: a reader that sees the offset must see
 	// the values. The batch slice is owned by the caller and may be reused
 	// after the call returns.
+	//
+	// An implementation that knows which values it wrote when the call
+	// fails (it writes the values of different workspaces separately)
+	// returns, possibly wrapped, a *PartialWriteError naming the values
+	// that may not be durable; the sequencer then retries with those only.
+	// Any other error means that nothing of the call is known durable.
 	WriteValuesAndNextPLogOffset(batch []SeqValue, nextPLogOffset PLogOffset) error
 
 	// ActualizeSequencesFromPLog reads the PLog from offset (inclusive) to its

@@ -16,9 +16,10 @@ var (
 	modelSteps = flag.Int("model.steps", 4000, "steps of TestModel per run")
 )
 
-// flakyStorage fails calls of the wrapped mockStorage at a chosen rate.
-// Half of the failed writes are applied before they report failure (an
-// unknown outcome).
+// flakyStorage fails calls of the wrapped mockStorage at a chosen rate. A
+// third of the failed writes are applied before they report failure (an
+// unknown outcome), a third write some values and report the others
+// failed (a PartialWriteError, without the offset).
 type flakyStorage struct {
 	*mockStorage
 	mu   sync.Mutex
@@ -32,10 +33,10 @@ func (f *flakyStorage) fail() bool {
 	return f.rate > 0 && f.rng.Float64() < f.rate
 }
 
-func (f *flakyStorage) coin() bool {
+func (f *flakyStorage) intN(n int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rng.IntN(2) == 0
+	return f.rng.IntN(n)
 }
 
 func (f *flakyStorage) setRate(r float64) { f.mu.Lock(); f.rate = r; f.mu.Unlock() }
@@ -56,8 +57,21 @@ func (f *flakyStorage) ReadNextPLogOffset() (PLogOffset, error) {
 
 func (f *flakyStorage) WriteValuesAndNextPLogOffset(b []SeqValue, o PLogOffset) error {
 	if f.fail() {
-		if f.coin() {
+		switch f.intN(3) {
+		case 0:
 			_ = f.mockStorage.WriteValuesAndNextPLogOffset(b, o)
+		case 1:
+			var failed []int
+			f.mockStorage.mu.Lock()
+			for i, v := range b {
+				if f.intN(2) == 0 {
+					failed = append(failed, i)
+				} else {
+					f.mockStorage.numbers[v.Key] = v.Value
+				}
+			}
+			f.mockStorage.mu.Unlock()
+			return &PartialWriteError{Failed: failed, Err: errStorage}
 		}
 		return errStorage
 	}
@@ -127,10 +141,26 @@ func runModel(t *testing.T, group bool) {
 			issued[k] = v
 		}
 	}
+	// required: per key, the largest number of the events below covered,
+	// which the stored numbers must reach once the stored next offset
+	// claims them.
+	required := map[NumberKey]Number{}
+	covered := PLogOffset(1)
 	checkStoredOffset := func(step int) {
-		_, stored := st.stored()
+		nums, stored := st.stored()
 		require.LessOrEqual(t, stored, lastDurableOffset+1,
 			"step %d: stored next offset %d claims events past the last durable one %d (seed %d)", step, stored, lastDurableOffset, seed)
+		st.mu.Lock()
+		for ; covered < stored; covered++ {
+			for _, v := range st.plog[covered] {
+				required[v.Key] = max(required[v.Key], v.Value)
+			}
+		}
+		st.mu.Unlock()
+		for k, v := range required {
+			require.GreaterOrEqual(t, nums[k], v,
+				"step %d: stored next offset %d claims an event with %v = %d, but %d is stored (seed %d)", step, stored, k, v, nums[k], seed)
+		}
 	}
 	commit := func(step int) {
 		for _, x := range pending {
