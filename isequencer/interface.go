@@ -181,7 +181,25 @@ type Params struct {
 	SeqStorage ISeqStorage
 
 	// MaxNumUnflushedValues is the number of values waiting to be flushed
-	// above which Start returns (0, false). Default 500.
+	// above which Start returns (0, false). Default 10,000; at most
+	// MaxMaxNumUnflushedValues.
+	//
+	// It is the headroom that lets a partition keep issuing numbers while
+	// its flushes stall: a write that reaches a replica that does not
+	// answer (paused, partitioned) holds the flush until the storage's
+	// call timeout (seqstorage's default is 5 s), and the failed
+	// workspaces are retried after it. 10,000 values cover 15 s of
+	// stalled flushes at about 650 values/s (300 commands/s taking two
+	// numbers each), so a one-replica outage of 5-15 s does not turn into
+	// "busy". (The spec's 500 lasted well under a second at that load.)
+	//
+	// It also bounds memory and work: New allocates a buffer of the next
+	// power of two of MaxNumUnflushedValues+256 values (24 bytes each:
+	// 384 KiB at the default; with GroupCommit, 16 more bytes per entry
+	// for the transactions' marks), and a cache miss scans the unflushed
+	// values (a few microseconds per thousand) to overlay them on the
+	// stored numbers. A restart replays the PLog events of the unflushed
+	// values.
 	MaxNumUnflushedValues int
 
 	// LRUCacheSize is the number of (WSID, SeqID) next values kept in
@@ -194,10 +212,17 @@ type Params struct {
 	BatcherDelay time.Duration
 
 	// RetryDelay is the first wait after a failed storage call; it doubles
-	// up to MaxRetryDelay. Default 10 ms.
+	// with each failure in a row, up to MaxRetryDelay, and starts again from
+	// RetryDelay after a partial write that made progress. Each wait is
+	// drawn uniformly from [d/2, d] for the current d, so that partitions
+	// that failed together do not retry in step. Default 10 ms.
 	RetryDelay time.Duration
 
-	// MaxRetryDelay caps RetryDelay. Default 500 ms.
+	// MaxRetryDelay caps RetryDelay's doubling. Default 250 ms: a failed
+	// call to a store with a replica out has usually spent its own timeout
+	// already, so the backoff does not need to shield the store; its cap is
+	// the most a flush or an actualization lags behind the store's
+	// recovery.
 	MaxRetryDelay time.Duration
 
 	// Logger receives storage errors and actualization reports. Default:

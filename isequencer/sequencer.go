@@ -194,8 +194,11 @@ func newSequencer(p Params) *sequencer {
 	s.caller.cache = newWSCache(max(1, p.LRUCacheSize/width), width)
 	s.caller.overlayBuf = make([]Number, width)
 	s.caller.txTaken = make([]SeqValue, 0, 8)
+	// Start admits a transaction while at most MaxNumUnflushedValues wait,
+	// so the ring holds them and the values of a transaction of up to 256
+	// (larger ones overflow to mu.overflow).
 	size := 1
-	for size < 2*p.MaxNumUnflushedValues+256 {
+	for size < p.MaxNumUnflushedValues+256 {
 		size <<= 1
 	}
 	s.ring = make([]SeqValue, size)

@@ -3,6 +3,7 @@ package isequencer
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -303,15 +304,24 @@ func (s *sequencer) retry(op string, f func() (progress bool, err error)) bool {
 		} else {
 			delay = min(2*delay, s.p.MaxRetryDelay)
 		}
+		wait := jitter(delay)
 		s.p.Logger.Warn("isequencer: storage call failed, will retry",
-			"op", op, "attempt", attempt, "retry_in", delay, "err", err)
-		if !s.sleep(delay) {
+			"op", op, "attempt", attempt, "retry_in", wait, "err", err)
+		if !s.sleep(wait) {
 			return false
 		}
 		if op == opWriteValues && s.shared.actualizeReq.Load() {
 			return false
 		}
 	}
+}
+
+// jitter returns a wait drawn uniformly from [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	if d < 2 {
+		return d
+	}
+	return d - rand.N(d/2+1)
 }
 
 // sleep waits d or until ctx is done (false), or until an actualization
