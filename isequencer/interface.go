@@ -128,13 +128,15 @@ type ISequencer interface {
 	// Next returns the next number of seqID in the current workspace.
 	// Numbers of one (WSID, SeqID) strictly increase and are never issued
 	// twice by this or any earlier sequencer on the same storage, provided
-	// every event of a flushed transaction was durably written at its offset.
+	// every event of a flushed transaction was durably written at its offset;
+	// only the numbers of a cancelled or actualized transaction, which no
+	// event carries, may be issued again.
 	//
 	// Errors: ErrUnknownSeqID if seqID is not defined for the workspace's
 	// kind; ErrNumberOverflow if the sequence is exhausted; ErrReadNumbers,
 	// wrapping the storage error, if the workspace's numbers could not be
-	// read (a cache miss, so only in the transaction's first successful
-	// Next; the next Next or transaction reads them again). After an error
+	// read (a cache miss, which happens only before the transaction took
+	// its first number; a later Next reads them again). After an error
 	// the transaction is still in progress and must be completed; a caller
 	// that gives the command up without writing its event calls Cancel,
 	// which needs no actualization.
