@@ -104,17 +104,17 @@ func TestCancelWithoutTransactionPanics(t *testing.T) {
 func TestWSCacheRemove(t *testing.T) {
 	c := newWSCache(3, 1)
 	for ws := WSID(1); ws <= 3; ws++ {
-		c.add(ws, 1)[0] = Number(ws)
+		c.add(ws, 1, 0)[0] = Number(ws)
 	}
-	c.remove(2)
-	c.remove(2) // not cached: no-op
-	c.remove(9)
+	c.remove(2, 0)
+	c.remove(2, 0) // not cached: no-op
+	c.remove(9, 0)
 	assert.Equal(t, 2, c.len())
 	_, _, ok := c.get(2)
 	assert.False(t, ok)
 
 	// The freed slot is reused: 1 and 3 stay cached.
-	nums := c.add(4, 1)
+	nums := c.add(4, 1, 0)
 	assert.Equal(t, []Number{0}, nums, "zeroed")
 	nums[0] = 4
 	assert.Equal(t, 3, c.len())
@@ -124,17 +124,17 @@ func TestWSCacheRemove(t *testing.T) {
 		assert.Equal(t, Number(ws), nums[0])
 	}
 	// Recency is intact: get order 1, 3, 4 leaves 1 least recent.
-	c.add(5, 1)
+	c.add(5, 1, 0)
 	_, _, ok = c.get(1)
 	assert.False(t, ok, "1 was least recently used")
 
 	// Removing every entry, then refilling, keeps the capacity.
 	for _, ws := range []WSID{3, 4, 5} {
-		c.remove(ws)
+		c.remove(ws, 0)
 	}
 	assert.Equal(t, 0, c.len())
 	for ws := WSID(10); ws < 20; ws++ {
-		c.add(ws, 1)[0] = Number(ws)
+		c.add(ws, 1, 0)[0] = Number(ws)
 		require.LessOrEqual(t, c.len(), 3)
 	}
 	for ws := WSID(17); ws < 20; ws++ {
@@ -142,9 +142,9 @@ func TestWSCacheRemove(t *testing.T) {
 		require.True(t, ok, "ws %d", ws)
 		assert.Equal(t, Number(ws), nums[0])
 	}
-	c.remove(18)
+	c.remove(18, 0)
 	c.reset()
 	assert.Equal(t, 0, c.len())
-	c.add(1, 1)
+	c.add(1, 1, 0)
 	assert.Equal(t, 1, c.len())
 }
