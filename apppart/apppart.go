@@ -3,7 +3,8 @@
 // partition's event log at the offset the sequencer hands out.
 //
 //	Start (busy -> ErrBusy) -> Next... -> write the event -> Flush
-//	                                   \-> write failed  -> Actualize
+//	                              |    \-> write failed  -> Actualize
+//	                              \-> Next failed -> Cancel (nothing written)
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
 // state, a plog.Writer as the event log. Do hands each command to the
@@ -115,7 +116,11 @@ type flow interface {
 // unknown: its numbers are not used again either way), ErrStopped (with
 // plog.ErrConflict: at the write that found the conflict, wrapped in
 // ErrWrite too, and for every later command), a wrapped sequencer error
-// (ErrUnknownSeqID, ErrNumberOverflow, storage), ErrClosed, or ctx's error.
+// (isequencer.ErrReadNumbers: the workspace's numbers could not be read,
+// wrapping the storage error; ErrNumberOverflow), ErrClosed, or ctx's
+// error. A sequencer error ends the command before its event is written:
+// it took no offset and no number, and the partition does not actualize,
+// so that a failed numbers read can be retried at once.
 func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := p.check(cmd); err != nil {
 		return Result{}, err

@@ -335,23 +335,19 @@ func (c *committer) do(ctx context.Context, p *Partition, cmd Command) (Result, 
 	}
 	x := &pending{done: make(chan struct{})}
 	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
-	var nextErr error
 	for _, id := range cmd.Seqs {
 		n, err := p.seq.Next(id)
 		if err != nil {
-			// The numbers taken so far still go into an event (without the
-			// payload), so that no offset is left empty and the replay
-			// sees every number issued.
-			nextErr = fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
-			break
+			// No event: Cancel leaves no offset empty (the next command
+			// gets this one) and needs no actualization; the numbers
+			// taken so far are issued again.
+			p.seq.Cancel()
+			p.mu.Unlock()
+			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
 		}
 		nums = append(nums, n)
 	}
-	payload := cmd.Payload
-	if nextErr != nil {
-		payload = nil
-	}
-	p.shape.fill(&x.ev, off, cmd, nums, payload)
+	p.shape.fill(&x.ev, off, cmd, nums, cmd.Payload)
 	p.seq.Flush()
 	err := c.enqueue(x)
 	p.mu.Unlock()
@@ -362,9 +358,6 @@ func (c *committer) do(ctx context.Context, p *Partition, cmd Command) (Result, 
 	case <-x.done:
 	case <-ctx.Done():
 		return Result{}, fmt.Errorf("apppart: waiting for the event at PLog offset %d (it may still be stored): %w", off, ctx.Err())
-	}
-	if nextErr != nil {
-		return Result{}, nextErr
 	}
 	if x.err != nil {
 		return Result{}, x.err

@@ -13,7 +13,8 @@ import (
 // the partition's lock, its event written before Flush.
 //
 //	Start (busy -> ErrBusy) -> Next... -> write the event -> Flush
-//	                                   \-> write failed  -> Actualize
+//	                              |    \-> write failed  -> Actualize
+//	                              \-> Next failed -> Cancel (nothing written)
 type serialFlow struct {
 	w  *plog.Writer
 	ev plog.Event // reused under p.mu
@@ -36,9 +37,10 @@ func (f *serialFlow) do(ctx context.Context, p *Partition, cmd Command) (Result,
 	for _, id := range cmd.Seqs {
 		n, err := p.seq.Next(id)
 		if err != nil {
-			// The transaction took numbers that no event will carry:
-			// cancel it and rebuild from storage.
-			p.seq.Actualize()
+			// No event is written: cancel the transaction. Its offset and
+			// numbers are used again, and nothing needs actualizing (a
+			// failed numbers read, ErrReadNumbers, took nothing at all).
+			p.seq.Cancel()
 			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
 		}
 		nums = append(nums, n)

@@ -27,18 +27,31 @@ package isequencer
 // result.) simplelru meets the per-transaction and heap targets where
 // wsCache does, but is slower on eviction (every miss also allocates its
 // list element) and larger, and no faster on a hit beyond the noise.
+//
+// Ring positions: the sequencer marks each entry with the ring position
+// past its workspace's last accepted value (markLast). When an entry whose
+// values may still wait to be written (position above the ring head the
+// sequencer passes) leaves the cache, its position is kept in gone until
+// the workspace is added again, so that a miss scans only the ring part
+// that can hold the workspace's values (pending), and a workspace with no
+// position has none there: values enter the ring only from a cached
+// workspace's transaction.
 type wsCache struct {
 	idx   map[WSID]int32
 	slots []cacheSlot
 	nums  []Number // slot i owns nums[i*width : (i+1)*width]
 	width int
-	max   int   // capacity in workspaces
-	head  int32 // most recently used, -1 if empty
-	tail  int32 // least recently used, -1 if empty
+	free  []int32 // slots of removed workspaces, reused by add first
+	max   int     // capacity in workspaces
+	head  int32   // most recently used, -1 if empty
+	tail  int32   // least recently used, -1 if empty
+	last  int32   // the slot get or add returned last
+	gone  goneSet
 }
 
 type cacheSlot struct {
 	ws         WSID
+	pos        uint64 // ring position past the workspace's last value; 0: none
 	prev, next int32
 	kind       WSKind
 }
@@ -68,6 +81,14 @@ func newWSCache(maxWS, width int) *wsCache {
 // len returns the number of cached workspaces.
 func (c *wsCache) len() int { return len(c.idx) }
 
+// markLast sets the ring position of the entry get or add returned last.
+func (c *wsCache) markLast(pos uint64) { c.slots[c.last].pos = pos }
+
+// pending returns the ring position below which ws's values lie, if ws is
+// not cached: 0 if it has none in the ring above the head passed when it
+// left the cache.
+func (c *wsCache) pending(ws WSID) uint64 { return c.gone.pos[ws] }
+
 // get returns the numbers of ws and marks it most recently used. The slice
 // stays valid until the next add or reset.
 func (c *wsCache) get(ws WSID) (nums []Number, kind WSKind, ok bool) {
@@ -79,18 +100,25 @@ func (c *wsCache) get(ws WSID) (nums []Number, kind WSKind, ok bool) {
 		c.unlink(i)
 		c.pushFront(i)
 	}
+	c.last = i
 	off := int(i) * c.width
 	return c.nums[off : off+c.width : off+c.width], c.slots[i].kind, true
 }
 
 // add makes ws the most recently used entry with the given kind, evicting
-// the least recently used workspace when full, and returns its numbers,
-// zeroed.
-func (c *wsCache) add(ws WSID, kind WSKind) []Number {
+// the least recently used workspace when full (keeping its ring position
+// if above head), and returns its numbers, zeroed. A ws not cached takes
+// over its kept position.
+func (c *wsCache) add(ws WSID, kind WSKind, head uint64) []Number {
 	i, ok := c.idx[ws]
+	pos := uint64(0)
 	switch {
 	case ok:
 		c.unlink(i)
+		pos = c.slots[i].pos
+	case len(c.free) > 0:
+		i = c.free[len(c.free)-1]
+		c.free = c.free[:len(c.free)-1]
 	case len(c.slots) < c.max:
 		i = int32(len(c.slots))
 		c.slots = append(c.slots, cacheSlot{})
@@ -100,16 +128,36 @@ func (c *wsCache) add(ws WSID, kind WSKind) []Number {
 	default:
 		i = c.tail
 		c.unlink(i)
-		delete(c.idx, c.slots[i].ws)
+		old := &c.slots[i]
+		delete(c.idx, old.ws)
+		c.gone.keep(old.ws, old.pos, head)
+	}
+	if !ok && c.gone.pos != nil {
+		pos = c.gone.take(ws)
 	}
 	c.slots[i].ws = ws
 	c.slots[i].kind = kind
+	c.slots[i].pos = pos
 	c.pushFront(i)
 	c.idx[ws] = i
+	c.last = i
 	off := int(i) * c.width
 	nums := c.nums[off : off+c.width : off+c.width]
 	clear(nums)
 	return nums
+}
+
+// remove drops ws, if cached, keeping its ring position if above head. Its
+// slot is reused by the next add.
+func (c *wsCache) remove(ws WSID, head uint64) {
+	i, ok := c.idx[ws]
+	if !ok {
+		return
+	}
+	c.unlink(i)
+	delete(c.idx, ws)
+	c.gone.keep(ws, c.slots[i].pos, head)
+	c.free = append(c.free, i)
 }
 
 // reset empties the cache, keeping its memory.
@@ -117,6 +165,8 @@ func (c *wsCache) reset() {
 	clear(c.idx)
 	c.slots = c.slots[:0]
 	c.nums = c.nums[:0]
+	c.free = c.free[:0]
+	clear(c.gone.pos)
 	c.head, c.tail = noSlot, noSlot
 }
 

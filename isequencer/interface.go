@@ -73,6 +73,12 @@ type ISeqStorage interface {
 	// durable before the offset is: a reader that sees the offset must see
 	// the values. The batch slice is owned by the caller and may be reused
 	// after the call returns.
+	//
+	// An implementation that knows which values it wrote when the call
+	// fails (it writes the values of different workspaces separately)
+	// returns, possibly wrapped, a *PartialWriteError naming the values
+	// that may not be durable; the sequencer then retries with those only.
+	// Any other error means that nothing of the call is known durable.
 	WriteValuesAndNextPLogOffset(batch []SeqValue, nextPLogOffset PLogOffset) error
 
 	// ActualizeSequencesFromPLog reads the PLog from offset (inclusive) to its
@@ -102,10 +108,12 @@ type ISeqStorageCanceler interface {
 //
 // Methods must not be called concurrently. Use:
 //
-//	{ Start {Next} ( Flush | Actualize ) }
+//	{ Start {Next} ( Flush | Cancel | Actualize ) }
 //
 // A Sequencing Transaction is Start, then Next calls, then Flush (the event
-// was written to the PLog) or Actualize (it was not).
+// was written to the PLog), Cancel (no write of the event was attempted) or
+// Actualize (a write of the event was attempted and failed: it may or may
+// not be stored).
 type ISequencer interface {
 	// Start begins a Sequencing Transaction for the workspace and returns the
 	// PLog offset the transaction's event must be written at.
@@ -120,12 +128,18 @@ type ISequencer interface {
 	// Next returns the next number of seqID in the current workspace.
 	// Numbers of one (WSID, SeqID) strictly increase and are never issued
 	// twice by this or any earlier sequencer on the same storage, provided
-	// every event of a flushed transaction was durably written at its offset.
+	// every event of a flushed transaction was durably written at its offset;
+	// only the numbers of a cancelled or actualized transaction, which no
+	// event carries, may be issued again.
 	//
 	// Errors: ErrUnknownSeqID if seqID is not defined for the workspace's
-	// kind; ErrNumberOverflow if the sequence is exhausted; a storage error
-	// (wrapped) if the workspace's numbers could not be read. After an error
-	// the transaction is still in progress and must be completed.
+	// kind; ErrNumberOverflow if the sequence is exhausted; ErrReadNumbers,
+	// wrapping the storage error, if the workspace's numbers could not be
+	// read (a cache miss, which happens only before the transaction took
+	// its first number; a later Next reads them again). After an error
+	// the transaction is still in progress and must be completed; a caller
+	// that gives the command up without writing its event calls Cancel,
+	// which needs no actualization.
 	//
 	// Panics if no Sequencing Transaction is in progress.
 	Next(seqID SeqID) (num Number, err error)
@@ -136,6 +150,19 @@ type ISequencer interface {
 	//
 	// Panics if no Sequencing Transaction is in progress.
 	Flush()
+
+	// Cancel ends the Sequencing Transaction without an event: its PLog
+	// offset and the numbers it took are not used, and the next
+	// transaction gets the same offset and may get the same numbers. No
+	// actualization is needed: the state the transaction changed is only
+	// in memory (the workspace's cached numbers, dropped if it took any,
+	// so that the next cache miss rebuilds them from storage and the values
+	// accepted before). Use it when no write of the event was attempted,
+	// for example after a Next error; after a failed or unknown event
+	// write, use Actualize.
+	//
+	// Panics if no Sequencing Transaction is in progress.
+	Cancel()
 
 	// Actualize cancels the Sequencing Transaction (if any) and starts
 	// actualization: unflushed state is dropped and rebuilt from storage and
@@ -156,7 +183,25 @@ type Params struct {
 	SeqStorage ISeqStorage
 
 	// MaxNumUnflushedValues is the number of values waiting to be flushed
-	// above which Start returns (0, false). Default 500.
+	// above which Start returns (0, false). Default 10,000; at most
+	// MaxMaxNumUnflushedValues.
+	//
+	// It is the headroom that lets a partition keep issuing numbers while
+	// its flushes stall: a write that reaches a replica that does not
+	// answer (paused, partitioned) holds the flush until the storage's
+	// call timeout (seqstorage's default is 5 s), and the failed
+	// workspaces are retried after it. 10,000 values cover 15 s of
+	// stalled flushes at about 650 values/s (300 commands/s taking two
+	// numbers each), so a one-replica outage of 5-15 s does not turn into
+	// "busy". (The spec's 500 lasted well under a second at that load.)
+	//
+	// It also bounds memory and work: New allocates a buffer of the next
+	// power of two of MaxNumUnflushedValues+256 values (24 bytes each:
+	// 384 KiB at the default; with GroupCommit, 16 more bytes per entry
+	// for the transactions' marks), and a cache miss scans the unflushed
+	// values (a few microseconds per thousand) to overlay them on the
+	// stored numbers. A restart replays the PLog events of the unflushed
+	// values.
 	MaxNumUnflushedValues int
 
 	// LRUCacheSize is the number of (WSID, SeqID) next values kept in
@@ -169,10 +214,17 @@ type Params struct {
 	BatcherDelay time.Duration
 
 	// RetryDelay is the first wait after a failed storage call; it doubles
-	// up to MaxRetryDelay. Default 10 ms.
+	// with each failure in a row, up to MaxRetryDelay, and starts again from
+	// RetryDelay after a partial write that made progress. Each wait is
+	// drawn uniformly from [d/2, d] for the current d, so that partitions
+	// that failed together do not retry in step. Default 10 ms.
 	RetryDelay time.Duration
 
-	// MaxRetryDelay caps RetryDelay. Default 500 ms.
+	// MaxRetryDelay caps RetryDelay's doubling. Default 250 ms: a failed
+	// call to a store with a replica out has usually spent its own timeout
+	// already, so the backoff does not need to shield the store; its cap is
+	// the most a flush or an actualization lags behind the store's
+	// recovery.
 	MaxRetryDelay time.Duration
 
 	// Logger receives storage errors and actualization reports. Default:

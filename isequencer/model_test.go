@@ -16,9 +16,10 @@ var (
 	modelSteps = flag.Int("model.steps", 4000, "steps of TestModel per run")
 )
 
-// flakyStorage fails calls of the wrapped mockStorage at a chosen rate.
-// Half of the failed writes are applied before they report failure (an
-// unknown outcome).
+// flakyStorage fails calls of the wrapped mockStorage at a chosen rate. A
+// third of the failed writes are applied before they report failure (an
+// unknown outcome), a third write some values and report the others
+// failed (a PartialWriteError, without the offset).
 type flakyStorage struct {
 	*mockStorage
 	mu   sync.Mutex
@@ -32,10 +33,10 @@ func (f *flakyStorage) fail() bool {
 	return f.rate > 0 && f.rng.Float64() < f.rate
 }
 
-func (f *flakyStorage) coin() bool {
+func (f *flakyStorage) intN(n int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rng.IntN(2) == 0
+	return f.rng.IntN(n)
 }
 
 func (f *flakyStorage) setRate(r float64) { f.mu.Lock(); f.rate = r; f.mu.Unlock() }
@@ -56,8 +57,21 @@ func (f *flakyStorage) ReadNextPLogOffset() (PLogOffset, error) {
 
 func (f *flakyStorage) WriteValuesAndNextPLogOffset(b []SeqValue, o PLogOffset) error {
 	if f.fail() {
-		if f.coin() {
+		switch f.intN(3) {
+		case 0:
 			_ = f.mockStorage.WriteValuesAndNextPLogOffset(b, o)
+		case 1:
+			var failed []int
+			f.mockStorage.mu.Lock()
+			for i, v := range b {
+				if f.intN(2) == 0 {
+					failed = append(failed, i)
+				} else {
+					f.mockStorage.numbers[v.Key] = v.Value
+				}
+			}
+			f.mockStorage.mu.Unlock()
+			return &PartialWriteError{Failed: failed, Err: errStorage}
 		}
 		return errStorage
 	}
@@ -109,7 +123,10 @@ func runModel(t *testing.T, group bool) {
 	var lastDurableOffset PLogOffset
 	kinds := []WSKind{kindApp, kindUser}
 	seqs := []SeqID{seqWLog, seqRecord, seqCDoc, 77}
-	restarts, actualizes, events, groups := 0, 0, 0, 0
+	restarts, actualizes, cancels, events, groups := 0, 0, 0, 0, 0
+	// expectOff is the offset of a cancelled transaction, which the next
+	// Start must return again (0: none).
+	var expectOff PLogOffset
 
 	type tx struct {
 		off   PLogOffset
@@ -117,16 +134,33 @@ func runModel(t *testing.T, group bool) {
 	}
 	var pending []tx // GroupCommit: flushed, event not yet written
 	resetIssued := func() {
+		expectOff = 0
 		pending = nil
 		clear(issued)
 		for k, v := range durable {
 			issued[k] = v
 		}
 	}
+	// required: per key, the largest number of the events below covered,
+	// which the stored numbers must reach once the stored next offset
+	// claims them.
+	required := map[NumberKey]Number{}
+	covered := PLogOffset(1)
 	checkStoredOffset := func(step int) {
-		_, stored := st.stored()
+		nums, stored := st.stored()
 		require.LessOrEqual(t, stored, lastDurableOffset+1,
 			"step %d: stored next offset %d claims events past the last durable one %d (seed %d)", step, stored, lastDurableOffset, seed)
+		st.mu.Lock()
+		for ; covered < stored; covered++ {
+			for _, v := range st.plog[covered] {
+				required[v.Key] = max(required[v.Key], v.Value)
+			}
+		}
+		st.mu.Unlock()
+		for k, v := range required {
+			require.GreaterOrEqual(t, nums[k], v,
+				"step %d: stored next offset %d claims an event with %v = %d, but %d is stored (seed %d)", step, stored, k, v, nums[k], seed)
+		}
 	}
 	commit := func(step int) {
 		for _, x := range pending {
@@ -172,7 +206,12 @@ func runModel(t *testing.T, group bool) {
 		if n := len(pending); n > 0 {
 			require.Equal(t, pending[n-1].off+1, off, "step %d: offsets within a group are consecutive", step)
 		}
+		if expectOff != 0 {
+			require.Equal(t, expectOff, off, "step %d: the offset of a cancelled transaction is used again (seed %d)", step, seed)
+			expectOff = 0
+		}
 		var taken []SeqValue
+		before := map[NumberKey]Number{} // issued before this transaction, per key it took
 		failed := false
 		for range rng.IntN(5) {
 			id := seqs[rng.IntN(len(seqs))]
@@ -189,10 +228,25 @@ func runModel(t *testing.T, group bool) {
 			k := NumberKey{WSID: ws, SeqID: id}
 			require.Greater(t, n, durable[k], "step %d: %v: number %d not above durable %d (seed %d)", step, k, n, durable[k], seed)
 			require.Greater(t, n, issued[k], "step %d: %v: number %d not above issued %d (seed %d)", step, k, n, issued[k], seed)
+			if _, ok := before[k]; !ok {
+				before[k] = issued[k]
+			}
 			issued[k] = n
 			taken = append(taken, SeqValue{Key: k, Value: n})
 		}
-		if failed || rng.IntN(100) < 12 {
+		switch end := rng.IntN(100); {
+		case failed && end < 70, end < 6:
+			// The command is given up before its event is written (after
+			// a failed numbers read, or any other reason): its numbers
+			// may be issued again, nothing else changes.
+			s.Cancel()
+			for k, v := range before {
+				issued[k] = v
+			}
+			expectOff = off
+			cancels++
+			continue
+		case failed || end < 18:
 			// A failed event write: with GroupCommit the whole group fails.
 			s.Actualize()
 			resetIssued()
@@ -214,7 +268,7 @@ func runModel(t *testing.T, group bool) {
 	}
 	cleanup()
 	checkStoredOffset(*modelSteps)
-	t.Logf("seed %d: %d steps, %d events, %d groups, %d actualizations, %d restarts", seed, *modelSteps, events, groups, actualizes, restarts)
+	t.Logf("seed %d: %d steps, %d events, %d groups, %d cancels, %d actualizations, %d restarts", seed, *modelSteps, events, groups, cancels, actualizes, restarts)
 
 	// The PLog itself: per key, numbers strictly increase with the offset.
 	st.mu.Lock()

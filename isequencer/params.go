@@ -8,13 +8,18 @@ import (
 	"time"
 )
 
-// Defaults applied by EnsureDefaults to zero fields.
+// Defaults applied by EnsureDefaults to zero fields. See the Params fields
+// for why these values.
 const (
-	DefaultMaxNumUnflushedValues = 500
+	DefaultMaxNumUnflushedValues = 10_000
 	DefaultLRUCacheSize          = 100_000
 	DefaultRetryDelay            = 10 * time.Millisecond
-	DefaultMaxRetryDelay         = 500 * time.Millisecond
+	DefaultMaxRetryDelay         = 250 * time.Millisecond
 )
+
+// MaxMaxNumUnflushedValues is the largest MaxNumUnflushedValues Validate
+// accepts: its buffer (24 MiB) is allocated by New.
+const MaxMaxNumUnflushedValues = 1_000_000
 
 // EnsureDefaults sets zero fields to their defaults. Negative values are left
 // for Validate to report.
@@ -73,8 +78,8 @@ func (p *Params) Validate() error {
 			}
 		}
 	}
-	if p.MaxNumUnflushedValues < 1 {
-		bad("MaxNumUnflushedValues %d, must be >= 1", p.MaxNumUnflushedValues)
+	if p.MaxNumUnflushedValues < 1 || p.MaxNumUnflushedValues > MaxMaxNumUnflushedValues {
+		bad("MaxNumUnflushedValues %d, must be in [1, %d]", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
 	}
 	if p.LRUCacheSize < 1 {
 		bad("LRUCacheSize %d, must be >= 1", p.LRUCacheSize)

@@ -124,7 +124,9 @@ type callerState struct {
 // then ringTail, so the offset it writes never claims values it does not
 // write. ringHead advances only once values are durable, so
 // ring[ringHead:tail] is exactly what a cache miss must overlay on the
-// stored numbers.
+// stored numbers; the miss reads only the part below the position the
+// cache kept for its workspace (wsCache: ring positions), so that its cost
+// does not grow with a backlog of other workspaces' values.
 //
 // GroupCommit: Flush also appends a mark (the transaction's next offset,
 // and the ring tail after its values) to a single-producer ring, marks,
@@ -194,8 +196,11 @@ func newSequencer(p Params) *sequencer {
 	s.caller.cache = newWSCache(max(1, p.LRUCacheSize/width), width)
 	s.caller.overlayBuf = make([]Number, width)
 	s.caller.txTaken = make([]SeqValue, 0, 8)
+	// Start admits a transaction while at most MaxNumUnflushedValues wait,
+	// so the ring holds them and the values of a transaction of up to 256
+	// (larger ones overflow to mu.overflow).
 	size := 1
-	for size < 2*p.MaxNumUnflushedValues+256 {
+	for size < p.MaxNumUnflushedValues+256 {
 		size <<= 1
 	}
 	s.ring = make([]SeqValue, size)
@@ -317,23 +322,31 @@ func (s *sequencer) Next(seqID SeqID) (Number, error) {
 // are accepted but not yet written override the stored ones.
 func (s *sequencer) load(k *kindInfo) ([]Number, error) {
 	c := &s.caller
-	if nums, kind, ok := c.cache.get(c.txWS); ok && kind == k.kind {
+	nums, kind, cached := c.cache.get(c.txWS)
+	if cached && kind == k.kind {
 		return nums, nil
 	}
 	// Take the overlay before reading storage: a value leaves the overlay
-	// only after it is durable, so overlay-then-read misses nothing.
+	// only after it is durable, so overlay-then-read misses nothing. The
+	// workspace's values in the ring lie below the position the cache kept
+	// for it (none if it kept none); a workspace cached under another kind
+	// is rare: scan it all.
+	upTo := c.tail
+	if !cached {
+		upTo = min(c.cache.pending(c.txWS), c.tail)
+	}
 	overlay := c.overlayBuf[:len(k.ids)]
-	s.overlay(c.txWS, k, overlay)
+	s.overlay(c.txWS, k, overlay, upTo)
 	stored, err := s.p.SeqStorage.ReadNumbers(c.txWS, k.ids)
 	if err != nil {
 		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: %w", c.txWS, err)
+		return nil, fmt.Errorf("%w: WSID %d: %w", ErrReadNumbers, c.txWS, err)
 	}
 	if len(stored) != len(k.ids) {
 		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("isequencer: reading numbers of WSID %d: storage returned %d numbers for %d SeqIDs", c.txWS, len(stored), len(k.ids))
+		return nil, fmt.Errorf("%w: WSID %d: storage returned %d numbers for %d SeqIDs", ErrReadNumbers, c.txWS, len(stored), len(k.ids))
 	}
-	nums := c.cache.add(c.txWS, k.kind)
+	nums = c.cache.add(c.txWS, k.kind, s.shared.ringHead.v.Load())
 	for i := range k.ids {
 		nums[i] = max(stored[i], overlay[i])
 	}
@@ -347,8 +360,8 @@ func (s *sequencer) unflushedValues() int64 {
 }
 
 // overlay sets dst[i] to the largest accepted-but-unwritten value of
-// (ws, k.ids[i]), or 0. Caller-side.
-func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
+// (ws, k.ids[i]), or 0, reading the ring below upTo only. Caller-side.
+func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number, upTo uint64) {
 	clear(dst)
 	add := func(v SeqValue) {
 		if v.Key.WSID != ws {
@@ -358,7 +371,7 @@ func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number) {
 			dst[i] = v.Value
 		}
 	}
-	for i := s.shared.ringHead.v.Load(); i != s.caller.tail; i++ {
+	for i := s.shared.ringHead.v.Load(); i < upTo; i++ {
 		add(s.ring[i&s.ringMask])
 	}
 	if s.shared.overflowN.Load() == 0 && !s.shared.hasRecovered.Load() {
@@ -397,6 +410,9 @@ func (s *sequencer) Flush() {
 			}
 			c.tail += n
 			s.shared.ringTail.v.Store(c.tail)
+			// The transaction's workspace is the cache entry returned
+			// last (its load): see load.
+			c.cache.markLast(c.tail)
 		} else {
 			s.mu.Lock()
 			s.mu.overflow = append(s.mu.overflow, c.txTaken...)
@@ -443,6 +459,25 @@ func (s *sequencer) Durable(next PLogOffset) {
 	if s.shared.parked.v.Load() {
 		s.wake()
 	}
+}
+
+// Cancel implements ISequencer. Nothing of the transaction left the caller's
+// state: its values reach the ring only in Flush, and its offset only in
+// Flush's nextOffset++. What it changed is the cache entry of its
+// workspace (txNums), which holds the numbers it took: dropping the entry
+// makes the next cache miss rebuild it from storage and the overlay, which
+// covers every value accepted before and not yet durable.
+func (s *sequencer) Cancel() {
+	c := &s.caller
+	if !c.inTx {
+		panic("isequencer: Cancel: no Sequencing Transaction in progress")
+	}
+	if len(c.txTaken) > 0 {
+		c.cache.remove(c.txWS, s.shared.ringHead.v.Load())
+	}
+	c.inTx = false
+	c.txNums = nil
+	c.txTaken = c.txTaken[:0]
 }
 
 // Actualize implements ISequencer.

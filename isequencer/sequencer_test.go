@@ -103,8 +103,36 @@ func TestNewValidatesParams(t *testing.T) {
 	p := Params{SeqTypes: testSeqTypes(), SeqStorage: newMockStorage()}
 	p.EnsureDefaults()
 	require.NoError(t, p.Validate())
-	assert.Equal(t, 500, p.MaxNumUnflushedValues)
+	assert.Equal(t, 10_000, p.MaxNumUnflushedValues)
 	assert.Equal(t, 100_000, p.LRUCacheSize)
+	assert.Equal(t, 10*time.Millisecond, p.RetryDelay)
+	assert.Equal(t, 250*time.Millisecond, p.MaxRetryDelay)
+
+	p.MaxNumUnflushedValues = MaxMaxNumUnflushedValues + 1
+	err = p.Validate()
+	require.ErrorIs(t, err, ErrInvalidParams)
+	assert.Contains(t, err.Error(), "MaxNumUnflushedValues 1000001, must be in [1, 1000000]")
+	p.MaxNumUnflushedValues = MaxMaxNumUnflushedValues
+	require.NoError(t, p.Validate())
+
+	p = Params{SeqTypes: testSeqTypes(), SeqStorage: newMockStorage(), RetryDelay: time.Second}
+	p.EnsureDefaults()
+	assert.Equal(t, time.Second, p.MaxRetryDelay, "the default cap is raised to a longer RetryDelay")
+}
+
+func TestJitter(t *testing.T) {
+	for _, d := range []time.Duration{0, 1, 2, 3, 10 * time.Millisecond, 250 * time.Millisecond} {
+		seen := map[time.Duration]bool{}
+		for range 1000 {
+			w := jitter(d)
+			require.GreaterOrEqual(t, w, d-d/2, "d %v", d)
+			require.LessOrEqual(t, w, d, "d %v", d)
+			seen[w] = true
+		}
+		if d >= 10*time.Millisecond {
+			assert.Greater(t, len(seen), 100, "d %v: waits spread over [d/2, d]", d)
+		}
+	}
 }
 
 func TestNewMustStartActualization(t *testing.T) {

@@ -1,7 +1,9 @@
 package isequencer
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -122,13 +124,26 @@ func (s *sequencer) flushGroup() bool {
 // is done or an actualization was requested.
 func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
 	batch := s.collect(rec, to, over)
-	ok := s.retry(opWriteValues, func() error {
+	ok := s.retry(opWriteValues, func() (bool, error) {
 		began := time.Now()
-		if err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset); err != nil {
-			return fmt.Errorf("writing %d values and next PLog offset %d: %w", len(batch), offset, err)
+		err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset)
+		if err == nil {
+			s.m.Flushed(len(batch), time.Since(began))
+			return false, nil
 		}
-		s.m.Flushed(len(batch), time.Since(began))
-		return nil
+		err = fmt.Errorf("writing %d values and next PLog offset %d: %w", len(batch), offset, err)
+		// The values the storage reports written are durable: retry the
+		// others only. The offset is retried with them, so it is written
+		// only once every value below it is durable.
+		var pe *PartialWriteError
+		if errors.As(err, &pe) {
+			n := len(batch)
+			if b, ok := pe.failedOnly(batch); ok {
+				batch = b
+				return len(batch) < n, fmt.Errorf("%w (%d of %d values left)", err, len(batch), n)
+			}
+		}
+		return false, err
 	})
 	if !ok {
 		return false
@@ -198,9 +213,9 @@ func (s *sequencer) actualize() bool {
 	s.m.Unflushed(0)
 
 	var stored PLogOffset
-	if !s.retry(opReadNextPLogOffset, func() (err error) {
+	if !s.retry(opReadNextPLogOffset, func() (_ bool, err error) {
 		stored, err = s.p.SeqStorage.ReadNextPLogOffset()
-		return err
+		return false, err
 	}) {
 		return false
 	}
@@ -208,13 +223,13 @@ func (s *sequencer) actualize() bool {
 
 	events := 0
 	var last PLogOffset
-	if !s.retry(opActualizeFromPLog, func() error {
+	if !s.retry(opActualizeFromPLog, func() (bool, error) {
 		if s.worker.replay == nil {
 			s.worker.replay = make(map[NumberKey]Number)
 		}
 		clear(s.worker.replay)
 		events, last = 0, 0
-		return s.p.SeqStorage.ActualizeSequencesFromPLog(s.ctx, from, func(batch []SeqValue, offset PLogOffset) error {
+		return false, s.p.SeqStorage.ActualizeSequencesFromPLog(s.ctx, from, func(batch []SeqValue, offset PLogOffset) error {
 			if offset < from || (events > 0 && offset <= last) {
 				return fmt.Errorf("PLog event at offset %d out of order (from %d, previous %d)", offset, from, last)
 			}
@@ -267,12 +282,13 @@ func (s *sequencer) actualize() bool {
 }
 
 // retry calls f until it succeeds, backing off from RetryDelay to
-// MaxRetryDelay. It returns false if ctx is done or (for writes) an
-// actualization was requested, which makes the write moot.
-func (s *sequencer) retry(op string, f func() error) bool {
-	delay := s.p.RetryDelay
+// MaxRetryDelay. A failed call that made progress (f reports it: a partial
+// write) restarts the backoff. It returns false if ctx is done or (for
+// writes) an actualization was requested, which makes the write moot.
+func (s *sequencer) retry(op string, f func() (progress bool, err error)) bool {
+	var delay time.Duration
 	for attempt := 1; ; attempt++ {
-		err := f()
+		progress, err := f()
 		if err == nil {
 			if attempt > 1 {
 				s.p.Logger.Info("isequencer: storage call succeeded after retries", "op", op, "attempts", attempt)
@@ -283,16 +299,29 @@ func (s *sequencer) retry(op string, f func() error) bool {
 			return false
 		}
 		s.m.StorageError(op)
+		if attempt == 1 || progress {
+			delay = s.p.RetryDelay
+		} else {
+			delay = min(2*delay, s.p.MaxRetryDelay)
+		}
+		wait := jitter(delay)
 		s.p.Logger.Warn("isequencer: storage call failed, will retry",
-			"op", op, "attempt", attempt, "retry_in", delay, "err", err)
-		if !s.sleep(delay) {
+			"op", op, "attempt", attempt, "retry_in", wait, "err", err)
+		if !s.sleep(wait) {
 			return false
 		}
 		if op == opWriteValues && s.shared.actualizeReq.Load() {
 			return false
 		}
-		delay = min(2*delay, s.p.MaxRetryDelay)
 	}
+}
+
+// jitter returns a wait drawn uniformly from [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	if d < 2 {
+		return d
+	}
+	return d - rand.N(d/2+1)
 }
 
 // sleep waits d or until ctx is done (false), or until an actualization

@@ -12,10 +12,14 @@
 package seqstorage
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -35,6 +39,10 @@ var (
 
 // DefaultTimeout bounds each ISeqStorage call when Options.Timeout is 0.
 const DefaultTimeout = 5 * time.Second
+
+// DefaultWriteWorkers is Options.WriteWorkers's default: storage/cql's
+// default number of partitions one PutBatch writes concurrently.
+const DefaultWriteWorkers = 32
 
 // Options configure a Storage.
 type Options struct {
@@ -66,6 +74,11 @@ type Options struct {
 	// accept every number.
 	MinAccepted map[isequencer.SeqID]isequencer.Number
 
+	// WriteWorkers bounds the workspaces whose numbers
+	// WriteValuesAndNextPLogOffset writes concurrently, one PutBatch per
+	// workspace (see there). Default DefaultWriteWorkers.
+	WriteWorkers int
+
 	// Epoch is the partition owner's epoch in fenced mode
 	// (vvmadapter.Adapter.NextEpoch). 0, the default, is the trust modes:
 	// numbers are written to their seed cells (the seed's layout). Above 0,
@@ -85,6 +98,9 @@ func (o *Options) EnsureDefaults() {
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
+	if o.WriteWorkers == 0 {
+		o.WriteWorkers = DefaultWriteWorkers
+	}
 }
 
 // Validate reports every problem of o at once. Call it after
@@ -96,6 +112,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("%w: Timeout %v, must be >= 0", ErrInvalidOptions, o.Timeout))
+	}
+	if o.WriteWorkers < 1 {
+		errs = append(errs, fmt.Errorf("%w: WriteWorkers %d, must be >= 1", ErrInvalidOptions, o.WriteWorkers))
 	}
 	return errors.Join(errs...)
 }
@@ -114,8 +133,12 @@ type Storage struct {
 	ad     *vvmadapter.Adapter
 	reader plog.PLogReader
 	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
-	life   context.Context       // the lifetime context; done after CancelCalls
-	cancel context.CancelFunc
+	// oneCall: Options.Storage is a storage.MultiApplier (an embedded
+	// driver), whose PutBatch is one local transaction: the numbers are
+	// written with one PutBatch.
+	oneCall bool
+	life    context.Context // the lifetime context; done after CancelCalls
+	cancel  context.CancelFunc
 }
 
 var (
@@ -129,7 +152,8 @@ func New(o Options) (*Storage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader}
+	_, oneCall := o.Storage.(storage.MultiApplier)
+	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader, oneCall: oneCall}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {
 		r, err := plog.NewReader(o.Storage, plog.ReaderOptions{PageTimeout: o.Timeout})
@@ -187,20 +211,100 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 	return off, nil
 }
 
-// WriteValuesAndNextPLogOffset implements isequencer.ISeqStorage: one
-// PutBatch of the values (to Options.Epoch's cells), then, only if it
-// succeeded, the offset (a plain write in every mode). The timeout bounds
-// both writes together.
+// WriteValuesAndNextPLogOffset implements isequencer.ISeqStorage: the
+// values (to Options.Epoch's cells), then, only if every one of them was
+// written, the offset (a plain write in every mode). The timeout bounds
+// the whole call.
+//
+// The values are written with one PutBatch per workspace (one storage
+// partition each), up to Options.WriteWorkers at a time, so that a
+// workspace whose write fails (a replica that does not answer) does not
+// fail the others: the call then returns an *isequencer.PartialWriteError
+// naming the values of the failed workspaces, which the sequencer retries
+// alone. If only the offset write fails, the PartialWriteError names no
+// value. On a storage.MultiApplier (storage/boltdb, storage/mem), whose
+// PutBatch is one local transaction, the values are written with one
+// PutBatch and a failure names no durable value.
 func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next isequencer.PLogOffset) error {
 	ctx, cancel := s.call()
 	defer cancel()
-	if err := s.ad.PutNumbersEpoch(ctx, s.o.Epoch, batch); err != nil {
-		return s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
+	if err := s.writeNumbers(ctx, batch); err != nil {
+		return s.wrap(err)
 	}
 	if err := s.ad.PutPLogOffset(ctx, s.o.Partition, next); err != nil {
-		return s.wrap(fmt.Errorf("seqstorage: app %d: %w", s.o.App, err))
+		return s.wrap(&isequencer.PartialWriteError{Err: fmt.Errorf("seqstorage: app %d: %w", s.o.App, err)})
 	}
 	return nil
+}
+
+// writeNumbers writes batch; see WriteValuesAndNextPLogOffset.
+func (s *Storage) writeNumbers(ctx context.Context, batch []isequencer.SeqValue) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	// order lists batch's indexes grouped by workspace (the sequencer's
+	// batches are sorted by key already).
+	order := make([]int, len(batch))
+	for i := range order {
+		order[i] = i
+	}
+	byWS := func(i, j int) int { return cmp.Compare(batch[i].Key.WSID, batch[j].Key.WSID) }
+	if !slices.IsSortedFunc(order, byWS) {
+		slices.SortStableFunc(order, byWS)
+	}
+	var groups [][2]int // [from, to) ranges of order, one per workspace
+	for i := range order {
+		if i == 0 || batch[order[i]].Key.WSID != batch[order[i-1]].Key.WSID {
+			groups = append(groups, [2]int{i, i})
+		}
+		groups[len(groups)-1][1] = i + 1
+	}
+	if s.oneCall || len(groups) == 1 {
+		if err := s.ad.PutNumbersEpoch(ctx, s.o.Epoch, batch); err != nil {
+			return fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
+		}
+		return nil
+	}
+	values := make([]isequencer.SeqValue, len(batch))
+	for i, j := range order {
+		values[i] = batch[j]
+	}
+	errs := make([]error, len(groups))
+	var (
+		wg   sync.WaitGroup
+		next atomic.Int64
+	)
+	for range min(s.o.WriteWorkers, len(groups)) {
+		wg.Go(func() {
+			for {
+				g := int(next.Add(1) - 1)
+				if g >= len(groups) {
+					return
+				}
+				errs[g] = s.ad.PutNumbersEpoch(ctx, s.o.Epoch, values[groups[g][0]:groups[g][1]])
+			}
+		})
+	}
+	wg.Wait()
+	var failed []int
+	var first error
+	nFailed := 0
+	for g, err := range errs {
+		if err == nil {
+			continue
+		}
+		if first == nil {
+			first = err
+		}
+		nFailed++
+		failed = append(failed, order[groups[g][0]:groups[g][1]]...)
+	}
+	if nFailed == 0 {
+		return nil
+	}
+	slices.Sort(failed)
+	return &isequencer.PartialWriteError{Failed: failed,
+		Err: fmt.Errorf("seqstorage: app %d partition %d: %d of %d workspaces not written (first: %w)", s.o.App, s.o.Partition, nFailed, len(groups), first)}
 }
 
 // ActualizeSequencesFromPLog implements isequencer.ISeqStorage. It pages

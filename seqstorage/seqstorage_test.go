@@ -128,7 +128,11 @@ func TestValuesBeforeOffset(t *testing.T) {
 	assert.Equal(t, []string{"PutBatch", "Put", "PutBatch"}, st.writes)
 
 	st.failPB, st.failPut = nil, errors.New("offset lost")
-	require.ErrorContains(t, s.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 11}}, 7), "offset lost")
+	err = s.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 11}}, 7)
+	require.ErrorContains(t, err, "offset lost")
+	var pe *isequencer.PartialWriteError
+	require.ErrorAs(t, err, &pe, "the values were written")
+	assert.Empty(t, pe.Failed)
 	nums, _ := s.ReadNumbers(1, []isequencer.SeqID{1})
 	assert.Equal(t, []isequencer.Number{11}, nums, "values may be ahead of the offset; replay from the old offset is harmless")
 }
@@ -272,10 +276,11 @@ func (f readerFunc) ReadEvents(ctx context.Context, p isequencer.PartitionID, fr
 }
 
 func TestNewValidates(t *testing.T) {
-	_, err := New(Options{Timeout: -1})
+	_, err := New(Options{Timeout: -1, WriteWorkers: -1})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	assert.Contains(t, err.Error(), "Storage is nil")
 	assert.Contains(t, err.Error(), "Timeout")
+	assert.Contains(t, err.Error(), "WriteWorkers -1, must be >= 1")
 }
 
 // TestStoredRowsAreVVMAdapters pins where the numbers go.
