@@ -156,7 +156,8 @@ type Params struct {
 	SeqStorage ISeqStorage
 
 	// MaxNumUnflushedValues is the number of values waiting to be flushed
-	// above which Start returns (0, false). Default 500.
+	// above which Start returns (0, false). Default 500, at most
+	// MaxMaxNumUnflushedValues.
 	MaxNumUnflushedValues int
 
 	// LRUCacheSize is the number of (WSID, SeqID) next values kept in

@@ -16,6 +16,13 @@ const (
 	DefaultMaxRetryDelay         = 500 * time.Millisecond
 )
 
+// MaxMaxNumUnflushedValues is the largest MaxNumUnflushedValues Validate
+// accepts (2^20). New sizes its ring from it (the next power of two at or
+// above 2 × MaxNumUnflushedValues + 256 values, and as many group-commit
+// marks): at the bound 2^22 values of 24 bytes (96 MiB), and 64 MiB of
+// marks more with GroupCommit.
+const MaxMaxNumUnflushedValues = 1 << 20
+
 // EnsureDefaults sets zero fields to their defaults. Negative values are left
 // for Validate to report.
 func (p *Params) EnsureDefaults() {
@@ -75,6 +82,8 @@ func (p *Params) Validate() error {
 	}
 	if p.MaxNumUnflushedValues < 1 {
 		bad("MaxNumUnflushedValues %d, must be >= 1", p.MaxNumUnflushedValues)
+	} else if p.MaxNumUnflushedValues > MaxMaxNumUnflushedValues {
+		bad("MaxNumUnflushedValues %d, must be <= %d (New sizes its ring from it)", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
 	}
 	if p.LRUCacheSize < 1 {
 		bad("LRUCacheSize %d, must be >= 1", p.LRUCacheSize)

@@ -43,6 +43,14 @@ func TestOptionsDefaultsAndValidate(t *testing.T) {
 		assert.Contains(t, err.Error(), w, "every problem at once")
 	}
 
+	huge := Options{Hosts: []string{"h"}, Keyspace: "ks", PageSize: 1 << 40}
+	huge.EnsureDefaults()
+	err = huge.Validate()
+	require.ErrorIs(t, err, storage.ErrInvalidArgument, "a page size that would not fit in memory is refused (issue 20 item 4)")
+	assert.ErrorContains(t, err, "PageSize 1099511627776 above 65536")
+	huge.PageSize = MaxPageSize
+	require.NoError(t, huge.Validate())
+
 	noHosts := Options{Keyspace: "ks"}
 	noHosts.EnsureDefaults()
 	assert.ErrorContains(t, noHosts.Validate(), "no Hosts and no Session")

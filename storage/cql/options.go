@@ -28,6 +28,8 @@ const (
 	DefaultBatchRows         = 100
 	DefaultBatchBytes        = 32 << 10
 	DefaultWriteWorkers      = 32
+	// MaxPageSize bounds Options.PageSize.
+	MaxPageSize = 1 << 16
 )
 
 // Options configure Open.
@@ -77,7 +79,8 @@ type Options struct {
 	// unless TLS.InsecureSkipVerify is set.
 	TLS *tls.Config
 
-	// PageSize is the number of rows a Read fetches per query. Default 1000.
+	// PageSize is the number of rows a Read fetches per query (and holds
+	// in memory at once). Default 1000, at most MaxPageSize.
 	PageSize int
 	// NumConns is the number of connections per host (per shard on
 	// ScyllaDB). Default 2.
@@ -221,6 +224,8 @@ func (o *Options) connProblems() []error {
 	}
 	if o.PageSize < 0 {
 		bad("negative PageSize %d", o.PageSize)
+	} else if o.PageSize > MaxPageSize {
+		bad("PageSize %d above %d (a Read allocates a page of PageSize rows)", o.PageSize, MaxPageSize)
 	}
 	return errs
 }

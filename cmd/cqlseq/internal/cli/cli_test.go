@@ -196,6 +196,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"bench", "--store", "cql", "--keyspace", "bad-name", "--consistency", "SERIAL"}, []string{"--keyspace", "--consistency"}},
 		{[]string{"bench", "--bogus"}, []string{"bogus"}},
 		{[]string{"bench", "--partitions", "many"}, []string{"many"}},
+		{[]string{"bench", "--max-unflushed", "2305843009213693952", "--duration", "1s"}, []string{"--max-unflushed 2305843009213693952: want 1..1048576"}},
+		{[]string{"bench", "--max-unflushed", "1099511627776", "--duration", "1s"}, []string{"--max-unflushed 1099511627776: want 1..1048576"}},
 		{[]string{"demo", "--duration", "-1s"}, []string{"--duration -1s"}},
 		{[]string{"demo", "--memory", "--dir", "x"}, []string{"--memory excludes"}},
 		{[]string{"demo", "extra"}, []string{"no arguments"}},
