@@ -214,3 +214,36 @@ func TestCheckAcksFindsEveryDuplicateAndLostRecord(t *testing.T) {
 	assert.Contains(t, texts, "partition 2 offset 3 (ack log line 6): record 3 of WSID 5 is not stored")
 	assert.Contains(t, texts, "partition 0 offset 1 (ack log line 1): record 1 of WSID 3 names offset 77")
 }
+
+// TestBenchRefusesAnotherPartitionCount: issue 20 item 1's flow defect.
+// bench --partitions 4 then --partitions 2 on one store moved workspaces
+// (WSID 3 from partition 2 to 0) and gave them numbers they already had
+// (acknowledged twice). The second bench is now refused with one line,
+// before any command; the same count still runs.
+func TestBenchRefusesAnotherPartitionCount(t *testing.T) {
+	dir := t.TempDir()
+	acks := filepath.Join(dir, "acks.log")
+	bench := func(parts string, extra ...string) result {
+		return runCLI(t, append([]string{"bench", "--dir", dir, "--no-sync", "--duration", "200ms", "--partitions", parts, "--workspaces", "8",
+			"--concurrency", "2", "--mode", "trust2", "--ack-log", acks}, extra...)...)
+	}
+	r := bench("4")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	before, err := readAckLog(acks)
+	require.NoError(t, err)
+
+	r = bench("2")
+	require.Equal(t, ExitFailure, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	line := requireOneLine(t, r)
+	assert.Contains(t, line, "app 1 was run with 4 partitions, not 2")
+	assert.Contains(t, line, "use the same --partitions")
+	after, err := readAckLog(acks)
+	require.NoError(t, err)
+	assert.Equal(t, len(before.acks), len(after.acks), "no command ran")
+
+	r = bench("4")
+	require.Equal(t, ExitOK, r.code, "the same count runs: stderr %q", r.stderr)
+	v := runCLI(t, "verify", "--dir", dir, "--partition", "0,1,2,3", "--acks", acks)
+	require.Equal(t, ExitOK, v.code, "stdout:\n%s\nstderr:\n%s", v.stdout, v.stderr)
+	require.Contains(t, v.stdout, "OK, 0 lost, 0 duplicates, 0 regressions")
+}

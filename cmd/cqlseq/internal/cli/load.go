@@ -16,6 +16,7 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // The simulated command processor: one workspace kind with two sequences.
@@ -94,9 +95,19 @@ func groupWrites(st storage.Storage) bool {
 }
 
 // openPartitions opens partitions 0..n-1 and waits until each has
-// actualized (its first Do would not be refused as busy).
+// actualized (its first Do would not be refused as busy). It first claims
+// n as the application's partition count (vvmadapter.ClaimPartitionCount):
+// workspaceOf's mapping depends on n, and a workspace moved to another
+// partition would be given numbers it already had, so a store whose
+// application ran with another count is refused.
 func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats, error) {
 	began := time.Now()
+	if err := vvmadapter.New(c.st, c.app).ClaimPartitionCount(ctx, uint64(c.partitions)); err != nil {
+		if errors.Is(err, vvmadapter.ErrPartitionCountChanged) {
+			return nil, openStats{}, fmt.Errorf("%w: workspaces are spread over the partitions by WSID, and a workspace moved to another partition would be given numbers it already had (see the README, Partitions): use the same --partitions, or another store", err)
+		}
+		return nil, openStats{}, err
+	}
 	s := &partitionSet{}
 	for p := range c.partitions {
 		obs := newObserver(c.mc.Sequencer(isequencer.PartitionID(p)))
