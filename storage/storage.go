@@ -25,7 +25,10 @@ import (
 var (
 	// ErrUnknownOutcome: a conditional write timed out and a SERIAL re-read
 	// could not tell whether it was applied. The caller must re-read before
-	// deciding; it must never blindly retry.
+	// deciding; it must never blindly retry. A driver also wraps it, with
+	// ctx.Err(), around the error of a write (conditional or not) whose
+	// context ended after the driver had handed it on, so that it may still
+	// be applied (boltdb: a write already in a group commit).
 	ErrUnknownOutcome = errors.New("storage: conditional write outcome unknown")
 
 	// ErrClosed: the Storage was closed.

@@ -39,9 +39,14 @@ const maxGroupWrites = 1024
 //     result means committed (and fsynced unless NoSync); a failed commit
 //     fails every request of the group (conditional ones with
 //     storage.ErrUnknownOutcome, as bbolt may have written part of it);
-//   - a request whose context is done before its group starts is answered
-//     with the context's error and writes nothing. Once its group has
-//     started, the caller waits for the commit.
+//   - a caller returns as soon as its context is done, also while its
+//     request waits behind a slow commit. A request the committer has not
+//     yet taken is abandoned: the caller gets the context's error and
+//     nothing is written. A request already taken (its group is being
+//     committed) may still be committed: the caller gets an error wrapping
+//     both storage.ErrUnknownOutcome and the context's error, conditional
+//     or not, and must re-read to know. The committer still drops a taken
+//     request whose context is done before its group's transaction runs.
 //
 // Requests run in arrival order, so a request sees the writes of those
 // before it in its group.
@@ -60,7 +65,17 @@ type request struct {
 	fn          func(w *writer) error
 	err         error
 	done        chan struct{}
+	// state moves once, from reqQueued to reqTaken (by the committer) or
+	// to reqAbandoned (by a caller whose context ended first).
+	state atomic.Int32
 }
+
+// request states.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
 
 // committer is the Store's group-commit goroutine and its queue.
 type committer struct {
@@ -79,10 +94,19 @@ func newCommitter(before func(n int)) *committer {
 // submit queues r; false once the committer is closed.
 func (c *committer) submit(r *request) bool { return c.queue.Put(r) }
 
-// take removes up to maxGroupWrites queued requests; closed reports that
-// the committer was closed and the queue is empty.
+// take removes up to maxGroupWrites queued requests and marks them taken,
+// leaving out those their callers abandoned: group is nil when the queue
+// was empty, empty (not nil) when every request taken was abandoned.
+// closed reports that the committer was closed and the queue is empty.
 func (c *committer) take() (group []*request, closed bool) {
-	return c.queue.Take(func([]*request) int { return maxGroupWrites })
+	group, closed = c.queue.Take(func([]*request) int { return maxGroupWrites })
+	live := group[:0]
+	for _, r := range group {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			live = append(live, r)
+		}
+	}
+	return live, closed
 }
 
 // close makes later submits fail and waits until run has answered every
@@ -111,6 +135,9 @@ func (s *Store) runCommitter() {
 			<-c.queue.Signal()
 			continue
 		}
+		if len(group) == 0 {
+			continue // every request taken was abandoned by its caller
+		}
 		if c.before != nil {
 			c.before(len(group))
 		}
@@ -130,7 +157,10 @@ func (s *Store) GroupCommits() (commits, writes uint64) {
 // goroutines (see Group commit above) and returns fn's error or the
 // commit's. A failed commit of a conditional write wraps
 // storage.ErrUnknownOutcome: bbolt may have written part of it to the file
-// before failing.
+// before failing. When ctx ends first, update returns at once: with ctx's
+// error if the committer had not taken the write (nothing is written),
+// else with an error wrapping storage.ErrUnknownOutcome and ctx's error
+// (the write may still be committed).
 func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -139,8 +169,21 @@ func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer)
 	if !s.commit.submit(r) {
 		return s.ready(context.Background())
 	}
-	<-r.done
-	return r.err
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+	}
+	if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+		return fmt.Errorf("boltdb: %w", ctx.Err())
+	}
+	select {
+	case <-r.done:
+		return r.err
+	default:
+	}
+	return fmt.Errorf("boltdb: %s: %w: the write was in a group commit when its context ended and may still be committed: %w",
+		s.path, storage.ErrUnknownOutcome, ctx.Err())
 }
 
 // commitGroup runs group in one transaction and answers every request.
