@@ -10,7 +10,6 @@ import (
 
 	"github.com/gocql/gocql"
 
-	"github.com/cqlseq/cqlseq/storage"
 )
 
 // Engine names, as DetectEngine returns them (and package schema takes them).
@@ -71,7 +70,8 @@ func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
 // gocql's NewSession leaks its goroutines (scylladb/gocql#966), so Connect
 // uses the non-blocking constructor, which hands the session over. A
 // cluster that does not answer gives an error wrapping
-// storage.ErrUnavailable.
+// storage.ErrUnavailable; refused credentials, permissions or TLS wrap
+// storage.ErrAuthentication, ErrAuthorization or ErrTLS instead.
 func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 	c, err := ClusterConfig(o)
 	if err != nil {
@@ -90,7 +90,7 @@ func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(c.Hosts, ","), storage.ErrUnavailable, trimmed{err})
+		return nil, connectErr(strings.Join(c.Hosts, ","), o.TLS != nil, err)
 	}
 	if err := ctx.Err(); err != nil {
 		s.Close()

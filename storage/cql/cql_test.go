@@ -2,10 +2,15 @@ package cql
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -258,4 +263,63 @@ func TestFail(t *testing.T) {
 	assert.Equal(t, "cql: put: bad", err.Error())
 	s.closed.Store(true)
 	assert.ErrorIs(t, s.fail(bg, bg, "get", errors.New("x")), storage.ErrClosed)
+}
+
+// serverErr is a server error frame as gocql returns it for the codes it
+// has no type for (bad credentials, unauthorized).
+type serverErr struct {
+	code int
+	msg  string
+}
+
+func (e serverErr) Code() int       { return e.code }
+func (e serverErr) Message() string { return e.msg }
+func (e serverErr) Error() string   { return e.msg }
+
+// TestRefusedIsNotUnavailable: issue 20 item 9. A wrong password, missing
+// credentials, a missing permission and a failed TLS handshake were all
+// storage.ErrUnavailable ("unable to discover protocol version"), which a
+// caller retries forever; each now has its own sentinel, and none is
+// ErrUnavailable. The error shapes are gocql's, wrapped as its session
+// initialisation wraps them.
+func TestRefusedIsNotUnavailable(t *testing.T) {
+	initErr := func(err error) error {
+		return fmt.Errorf("gocql: unable to create session: unable to connect to the cluster, last error: %w",
+			fmt.Errorf("unable to discover protocol version: %w\n", err))
+	}
+	for _, tt := range []struct {
+		name string
+		err  error
+		werr error
+	}{
+		{"wrong password", serverErr{gocql.ErrCodeCredentials, "Provided username and/or password are incorrect"}, storage.ErrAuthentication},
+		{"missing credentials", errors.New(`authentication required (using "org.apache.cassandra.auth.PasswordAuthenticator")`), storage.ErrAuthentication},
+		{"unknown CA", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, storage.ErrTLS},
+		{"wrong host name", x509.HostnameError{Host: "h"}, storage.ErrTLS},
+		{"server alert (client certificate refused)", tls.AlertError(42), storage.ErrTLS},
+		{"plain server", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, storage.ErrTLS},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := connectErr("h:9042", true, initErr(tt.err))
+			require.ErrorIs(t, err, tt.werr)
+			assert.NotErrorIs(t, err, storage.ErrUnavailable)
+			assert.True(t, strings.HasPrefix(err.Error(), "cql: connecting to h:9042: "+tt.werr.Error()+": "), err.Error())
+		})
+	}
+
+	bg := context.Background()
+	s := &Store{o: Options{Timeout: time.Second}}
+	err := s.fail(bg, bg, "put", serverErr{gocql.ErrCodeUnauthorized, "User bench has no MODIFY permission on <table cqlseq.values> or any of its parents"})
+	require.ErrorIs(t, err, storage.ErrAuthorization)
+	assert.NotErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), "no MODIFY permission")
+	assert.ErrorIs(t, s.fail(bg, bg, "get", serverErr{gocql.ErrCodeCredentials, "bad credentials"}), storage.ErrAuthentication)
+
+	// A TLS-only node resets a plain connection: unavailable, with a hint.
+	reset := initErr(&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)})
+	err = connectErr("h:9042", false, reset)
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), "the node may require TLS")
+	assert.NotContains(t, connectErr("h:9042", true, reset).Error(), "may require TLS", "no hint when TLS is on")
+	assert.NotContains(t, connectErr("h:9042", false, initErr(gocql.ErrNoConnections)).Error(), "may require TLS")
 }

@@ -195,6 +195,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"bench", "--partitions", "4", "--workspaces", "3"}, []string{"one per partition"}},
 		{[]string{"bench", "--store", "cql", "--keyspace", "bad-name", "--consistency", "SERIAL"}, []string{"--keyspace", "--consistency"}},
 		{[]string{"bench", "--bogus"}, []string{"bogus"}},
+		{[]string{"bench", "--store", "cql", "--tls-ca", "ca.pem", "--tls-insecure"}, []string{"--tls-ca and --tls-insecure are exclusive"}},
+		{[]string{"verify", "--store", "cql", "--tls-ca", "ca.pem", "--tls-insecure"}, []string{"--tls-ca and --tls-insecure are exclusive"}},
 		{[]string{"bench", "--partitions", "many"}, []string{"many"}},
 		{[]string{"bench", "--max-unflushed", "2305843009213693952", "--duration", "1s"}, []string{"--max-unflushed 2305843009213693952: want 1..1048576"}},
 		{[]string{"bench", "--max-unflushed", "1099511627776", "--duration", "1s"}, []string{"--max-unflushed 1099511627776: want 1..1048576"}},

@@ -275,9 +275,19 @@ func runWorkers(ctx context.Context, c loadConfig, work func(ctx context.Context
 	return total
 }
 
+// refusedErr reports an error no retry can cure: the store refused the
+// credentials, a permission or the TLS handshake.
+func refusedErr(err error) bool {
+	return errors.Is(err, storage.ErrAuthorization) || errors.Is(err, storage.ErrAuthentication) || errors.Is(err, storage.ErrTLS)
+}
+
 // runCommands drives the partitions with commands: each picks a random
-// workspace of its partition and takes commandSeqs.
+// workspace of its partition and takes commandSeqs. A refused command
+// (refusedErr: no permission, bad credentials, TLS) stops every worker at
+// once, reported as stopped.
 func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) loadResult {
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	return runWorkers(ctx, c, func(ctx context.Context, p int, rng *rand.Rand, deadline time.Time, r *loadResult) {
 		part := parts[p]
 		n := workspacesIn(p, c.partitions, c.workspaces)
@@ -314,6 +324,11 @@ func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) 
 				return
 			case errors.Is(err, apppart.ErrStopped):
 				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				return
+			case refusedErr(err):
+				r.errors++
+				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				abort(r.stopped)
 				return
 			default:
 				r.errors++
