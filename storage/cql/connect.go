@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-
 )
 
 // Engine names, as DetectEngine returns them (and package schema takes them).
