@@ -265,16 +265,22 @@ func TestFail(t *testing.T) {
 	assert.ErrorIs(t, s.fail(bg, bg, "get", errors.New("x")), storage.ErrClosed)
 }
 
-// serverErr is a server error frame as gocql returns it for the codes it
-// has no type for (bad credentials, unauthorized).
+// serverErr is a server error frame as scylladb/gocql returns it for the
+// codes it has no type for (bad credentials, unauthorized): its internal
+// ErrorFrame, which has GetCode.
 type serverErr struct {
 	code int
 	msg  string
 }
 
-func (e serverErr) Code() int       { return e.code }
-func (e serverErr) Message() string { return e.msg }
-func (e serverErr) Error() string   { return e.msg }
+func (e serverErr) GetCode() int  { return e.code }
+func (e serverErr) Error() string { return e.msg }
+
+// upstreamErr is the same error as upstream gocql's RequestError.
+type upstreamErr struct{ serverErr }
+
+func (e upstreamErr) Code() int       { return e.code }
+func (e upstreamErr) Message() string { return e.msg }
 
 // TestRefusedIsNotUnavailable: issue 20 item 9. A wrong password, missing
 // credentials, a missing permission and a failed TLS handshake were all
@@ -298,6 +304,11 @@ func TestRefusedIsNotUnavailable(t *testing.T) {
 		{"wrong host name", x509.HostnameError{Host: "h"}, storage.ErrTLS},
 		{"server alert (client certificate refused)", tls.AlertError(42), storage.ErrTLS},
 		{"plain server", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, storage.ErrTLS},
+		{"wrong password, upstream gocql", upstreamErr{serverErr{gocql.ErrCodeCredentials, "bad"}}, storage.ErrAuthentication},
+		// Session initialisation flattens the handshake's error into text
+		// (seen against a TLS-only Cassandra 5.0.8 with another CA).
+		{"unknown CA, as text", errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority"), storage.ErrTLS},
+		{"wrong password, as text", errors.New("Provided username cassandra and/or password are incorrect"), storage.ErrAuthentication},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := connectErr("h:9042", true, initErr(tt.err))
@@ -322,4 +333,6 @@ func TestRefusedIsNotUnavailable(t *testing.T) {
 	assert.Contains(t, err.Error(), "the node may require TLS")
 	assert.NotContains(t, connectErr("h:9042", true, reset).Error(), "may require TLS", "no hint when TLS is on")
 	assert.NotContains(t, connectErr("h:9042", false, initErr(gocql.ErrNoConnections)).Error(), "may require TLS")
+	flat := initErr(errors.New("read tcp 127.0.0.1:37492->127.0.0.1:44855: read: connection reset by peer"))
+	assert.Contains(t, connectErr("h:9042", false, flat).Error(), "the node may require TLS", "also when the reset is text only")
 }

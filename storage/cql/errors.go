@@ -93,8 +93,16 @@ func outcomeUnknown(err error) bool {
 //   - storage.ErrTLS: the TLS handshake failed (the server's certificate
 //     not verified, an alert from the server, or a server that does not
 //     answer in TLS).
+//
+// Server errors are read by code: gocql returns codes it has no type for
+// as its internal ErrorFrame (GetCode), upstream gocql as RequestError
+// (Code). Session initialisation flattens its errors into text (seen:
+// bad credentials and the TLS handshake's), so those are also recognised
+// by the servers', gocql's and crypto/tls's wording.
 func refused(err error) error {
 	var (
+		code int
+		fc   interface{ GetCode() int }
 		re   gocql.RequestError
 		unk  x509.UnknownAuthorityError
 		inv  x509.CertificateInvalidError
@@ -104,15 +112,22 @@ func refused(err error) error {
 		al   tls.AlertError
 	)
 	switch {
-	case errors.As(err, &re) && re.Code() == gocql.ErrCodeCredentials:
+	case errors.As(err, &fc):
+		code = fc.GetCode()
+	case errors.As(err, &re):
+		code = re.Code()
+	}
+	msg := err.Error()
+	switch {
+	case code == gocql.ErrCodeCredentials, strings.Contains(msg, "authentication required ("),
+		strings.Contains(msg, "password are incorrect"): // Cassandra's and Scylla's bad-credentials message
 		return storage.ErrAuthentication
-	case errors.As(err, &re) && re.Code() == gocql.ErrCodeUnauthorized:
+	case code == gocql.ErrCodeUnauthorized:
 		return storage.ErrAuthorization
 	case errors.As(err, &unk), errors.As(err, &inv), errors.As(err, &host), errors.As(err, &cv),
-		errors.As(err, &rh), errors.As(err, &al):
+		errors.As(err, &rh), errors.As(err, &al),
+		strings.Contains(msg, "tls: "), strings.Contains(msg, "x509: "):
 		return storage.ErrTLS
-	case strings.Contains(err.Error(), "authentication required ("):
-		return storage.ErrAuthentication // gocql builds this one with fmt.Errorf
 	}
 	return nil
 }
@@ -125,7 +140,9 @@ func connectErr(hosts string, withTLS bool, err error) error {
 	if s := refused(err); s != nil {
 		return fmt.Errorf("cql: connecting to %s: %w: %w", hosts, s, trimmed{err})
 	}
-	if !withTLS && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
+	msg := err.Error()
+	if !withTLS && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(msg, "connection reset by peer") || strings.HasSuffix(strings.TrimSpace(msg), "EOF")) {
 		return fmt.Errorf("cql: connecting to %s: %w: %w (the node may require TLS: connect with TLS, cqlseq --tls-ca)", hosts, storage.ErrUnavailable, trimmed{err})
 	}
 	return fmt.Errorf("cql: connecting to %s: %w: %w", hosts, storage.ErrUnavailable, trimmed{err})

@@ -11,6 +11,7 @@ package cassandra
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,13 @@ type Options struct {
 	// may lose recent keyspaces and tables), faster DDL. Neither mode
 	// fsyncs (cassandra.skip_sync): an OS crash may lose anything.
 	CrashSafe bool
+	// Secure starts the node with password authentication and roles
+	// (PasswordAuthenticator, CassandraAuthorizer, CassandraRoleManager;
+	// the default superuser Superuser/SuperuserPassword) and client TLS
+	// only: a CA and the node's certificate for 127.0.0.1 signed by it, made
+	// with keytool in the run directory; Instance.CAFile is the CA's PEM,
+	// what a client trusts. Start only (StartCluster refuses it).
+	Secure bool
 	// Log receives progress lines. Default: discarded.
 	Log func(format string, args ...any)
 }
@@ -258,10 +266,18 @@ type Instance struct {
 	Host        string        `json:"host"`             // host:port of the native transport
 	Listen      string        `json:"listen,omitempty"` // the node's address; "" is 127.0.0.1
 	Version     string        `json:"version"`
-	ReleaseInfo string        `json:"release_version"` // system.local release_version
-	StartupTime time.Duration `json:"startup_ns"`      // from exec to the first CQL answer
-	CrashSafe   bool          `json:"crash_safe"`      // Options.CrashSafe at Start
+	ReleaseInfo string        `json:"release_version"`   // system.local release_version
+	StartupTime time.Duration `json:"startup_ns"`        // from exec to the first CQL answer
+	CrashSafe   bool          `json:"crash_safe"`        // Options.CrashSafe at Start
+	Secure      bool          `json:"secure,omitempty"`  // Options.Secure at Start
+	CAFile      string        `json:"ca_file,omitempty"` // Secure: the PEM of the CA that signed the node's certificate
 }
+
+// The superuser of a Secure node (Cassandra's default role).
+const (
+	Superuser         = "cassandra"
+	SuperuserPassword = "cassandra"
+)
 
 // Start starts Cassandra in a fresh run directory and returns when a CQL
 // query succeeds. On failure it stops what it started and returns an error
@@ -319,10 +335,17 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 		return nil, err
 	}
 	nativePort, storagePort := ports[0], ports[1]
-	if err := writeNodeFiles(singleNode(dir, nativePort, storagePort, o.CrashSafe)); err != nil {
+	cfg := singleNode(dir, nativePort, storagePort, o.CrashSafe)
+	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
+	if o.Secure {
+		if cfg.keystore, inst.CAFile, err = makeKeystore(ctx, o, dir); err != nil {
+			return nil, err
+		}
+		cfg.secure, inst.Secure = true, true
+	}
+	if err := writeNodeFiles(cfg); err != nil {
 		return nil, err
 	}
-	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
 	if err := launch(ctx, o, lib, inst); err != nil {
 		return nil, err
 	}
@@ -367,7 +390,7 @@ func launch(ctx context.Context, o Options, lib string, inst *Instance) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if rel, err := probe(inst.Host); err == nil {
+		if rel, err := probeInstance(inst); err == nil {
 			inst.PID = pid
 			inst.ReleaseInfo = rel
 			inst.StartupTime = time.Since(began)
@@ -386,8 +409,21 @@ func launch(ctx context.Context, o Options, lib string, inst *Instance) error {
 	}
 }
 
-func probe(host string) (string, error) {
-	c := gocql.NewCluster(host)
+func probe(host string) (string, error) { return probeInstance(&Instance{Host: host}) }
+
+// probeInstance reads the node's release version, as the superuser over
+// TLS on a Secure node. A Secure node answers only once its default
+// superuser exists.
+func probeInstance(inst *Instance) (string, error) {
+	c := gocql.NewCluster(inst.Host)
+	if inst.Secure {
+		pool, err := caPool(inst.CAFile)
+		if err != nil {
+			return "", err
+		}
+		c.SslOpts = &gocql.SslOptions{Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, EnableHostVerification: true}
+		c.Authenticator = gocql.PasswordAuthenticator{Username: Superuser, Password: SuperuserPassword}
+	}
 	c.Timeout = 2 * time.Second
 	c.ConnectTimeout = 2 * time.Second
 	c.DisableInitialHostLookup = true
@@ -471,7 +507,9 @@ type nodeConfig struct {
 	token                   string // initial_token
 	nativePort, storagePort int
 	crashSafe               bool
-	joinWithoutBootstrap    bool // auto_bootstrap: false (a node of a fresh, empty cluster)
+	joinWithoutBootstrap    bool   // auto_bootstrap: false (a node of a fresh, empty cluster)
+	secure                  bool   // password authentication, roles, client TLS only
+	keystore                string // secure: the node's JKS keystore (password keystorePassword)
 }
 
 func nodeYAML(c nodeConfig) string {
@@ -507,9 +545,27 @@ auto_snapshot: false
 write_request_timeout: 5000ms
 read_request_timeout: 5000ms
 cas_contention_timeout: 3000ms
-authenticator: AllowAllAuthenticator
-authorizer: AllowAllAuthorizer
-`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed)
+%[8]s`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed, security(c))
+}
+
+// security is the end of a node's cassandra.yaml: open, or (secure)
+// passwords, roles and client TLS only.
+func security(c nodeConfig) string {
+	if !c.secure {
+		return "authenticator: AllowAllAuthenticator\nauthorizer: AllowAllAuthorizer\n"
+	}
+	return fmt.Sprintf(`authenticator: PasswordAuthenticator
+authorizer: CassandraAuthorizer
+role_manager: CassandraRoleManager
+roles_validity: 0ms
+permissions_validity: 0ms
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: %s
+  keystore_password: %s
+  require_client_auth: false
+`, c.keystore, keystorePassword)
 }
 
 const logbackXML = `<configuration scan="false">
