@@ -21,6 +21,16 @@
 // through a plog.FencedWriter; the epoch and the number cells are
 // vvmadapter's, the fence rows plog's. apppart reaches stored state only
 // through seqstorage, vvmadapter and plog.
+//
+// Workspaces and partitions: a workspace's numbers are its stored numbers
+// and those of the events its partition wrote after the last flush (the
+// PLog tail a restart replays); no other partition reads that tail. So a
+// workspace must be served by one partition for its whole life: moved to
+// another partition while its old one has a tail, it would be given
+// numbers it already had. apppart does not know the caller's mapping of
+// workspaces to partitions; a caller whose mapping depends on a partition
+// count records it with vvmadapter's ClaimPartitionCount before opening
+// the partitions, which refuses another count (as cqlseq bench does).
 package apppart
 
 import (

@@ -149,7 +149,7 @@ func TestCloseCancelsHungNumbersRead(t *testing.T) {
 			st, err := faulty.New(inner, faulty.Options{})
 			require.NoError(t, err)
 			p, err := Open(context.Background(), OpenOptions{
-				Storage: st, App: testApp, Partition: testPart, GroupWrites: map[bool]GroupWrites{true: GroupWritesOn, false: GroupWritesOff}[grouped],
+				Storage: st, App: testApp, Partition: testPart, GroupWrites: groupWritesOf(grouped),
 				SeqTypes:       map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100}},
 				Sequencer:      isequencer.Params{RetryDelay: time.Millisecond},
 				StorageTimeout: hang,
@@ -178,4 +178,12 @@ func TestCloseCancelsHungNumbersRead(t *testing.T) {
 			require.ErrorIs(t, err, ErrClosed)
 		})
 	}
+}
+
+// groupWritesOf is GroupWrites forced on or off (never the automatic choice).
+func groupWritesOf(grouped bool) GroupWrites {
+	if grouped {
+		return GroupWritesOn
+	}
+	return GroupWritesOff
 }

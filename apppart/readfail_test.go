@@ -41,7 +41,7 @@ func TestNumbersReadFailureDoesNotActualize(t *testing.T) {
 			require.NoError(t, err)
 			m := &actualizations{}
 			p := open(t, OpenOptions{
-				Storage: st, App: testApp, Partition: testPart, GroupWrites: grouped,
+				Storage: st, App: testApp, Partition: testPart, GroupWrites: groupWritesOf(grouped),
 				SeqTypes:  map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100, seqLog: 1}},
 				Sequencer: isequencer.Params{RetryDelay: time.Millisecond, Metrics: m},
 				Logger:    quiet(),

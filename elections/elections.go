@@ -74,7 +74,8 @@ func NewOverStorage(st storage.Storage, o Options) (*Elections, error) {
 }
 
 // Leadership is one held leadership. Ctx is cancelled when it is lost or
-// released; context.Cause(Ctx) wraps ErrLost or is ErrReleased.
+// released; context.Cause(Ctx) wraps ErrLost or is ErrReleased (or
+// ErrAbandoned after Abandon).
 type Leadership struct {
 	Key   uint32
 	Epoch uint64
@@ -417,6 +418,27 @@ func (e *Elections) Release(ctx context.Context, key uint32) error {
 	err := e.deleteLease(ctx, l)
 	e.emit(Event{Key: key, Epoch: l.Epoch, Kind: EventReleased, Err: err})
 	return err
+}
+
+// Abandon gives up key without deleting its lease: it cancels the
+// leadership's context (cause ErrAbandoned), waits for its renewal
+// goroutine and forgets the key, leaving the stored lease to expire by its
+// TTL, as after a crash; nobody can acquire key before then, and Cleanup
+// does not delete it. For a holder that could not record what its
+// successor needs (timeshard's high water). A key not held (or still being
+// acquired) is a no-op; no storage call is made.
+func (e *Elections) Abandon(key uint32) {
+	e.mu.Lock()
+	l := e.mu.held[key]
+	if l != nil {
+		delete(e.mu.held, key)
+	}
+	e.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.cancel(ErrAbandoned)
+	<-l.done
 }
 
 // ReleaseLeadership implements IElections: Release bounded by

@@ -196,3 +196,28 @@ func TestConcurrentAcquireRelease(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAbandonLeavesTheLeaseToExpire: Abandon ends the leadership here
+// without deleting the lease (nor does Cleanup afterwards); another
+// holder gets the key only once the TTL has passed.
+func TestAbandonLeavesTheLeaseToExpire(t *testing.T) {
+	clock, st := newFake(t)
+	e := newElections(t, st, elections.Options{Clock: clock})
+	l, err := e.Acquire(context.Background(), 1, []byte("a"), 3*time.Second)
+	require.NoError(t, err)
+	e.Abandon(1)
+	require.ErrorIs(t, context.Cause(l.Ctx), elections.ErrAbandoned)
+	e.Abandon(1) // not held any more: a no-op
+	e.Cleanup()
+	h, ok, err := e.Holder(context.Background(), 1)
+	require.NoError(t, err)
+	require.True(t, ok, "the lease is still stored")
+	assert.Equal(t, []byte("a"), h.Value)
+
+	other := newElections(t, st, elections.Options{Clock: clock})
+	_, err = other.Acquire(context.Background(), 1, []byte("b"), 3*time.Second)
+	require.ErrorIs(t, err, elections.ErrTaken)
+	clock.Advance(3 * time.Second)
+	_, err = other.Acquire(context.Background(), 1, []byte("b"), 3*time.Second)
+	require.NoError(t, err, "free once the TTL has passed")
+}

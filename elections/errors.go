@@ -24,6 +24,10 @@ var (
 	// ReleaseLeadership, Release or Cleanup.
 	ErrReleased = errors.New("elections: leadership released")
 
+	// ErrAbandoned is the cause of a leadership context cancelled by
+	// Abandon: the lease is left to expire by its TTL.
+	ErrAbandoned = errors.New("elections: leadership abandoned to expire")
+
 	// ErrClosed: Cleanup has been called. It wraps storage.ErrClosed.
 	ErrClosed = fmt.Errorf("elections: cleaned up: %w", storage.ErrClosed)
 

@@ -11,7 +11,7 @@ import (
 
 // PKeyPrefixLeadership is the first four bytes of every leadership row's
 // partition key (the reference platform's pKeyPrefix_VVMLeader). It is
-// persisted: never change it. vvmadapter uses prefixes 2 and 3.
+// persisted: never change it. vvmadapter uses prefixes 2, 3 and 4.
 const PKeyPrefixLeadership uint32 = 1
 
 // Row selects one of the two rows of a leadership key. Values are

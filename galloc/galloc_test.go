@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -355,4 +356,41 @@ func TestWaitHonoursContext(t *testing.T) {
 	defer cancel()
 	_, err = s.Next(ctx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestFullBigIntRange: the sequence of every bigint (Start MinInt64, Step
+// 1) holds 2^64 values, one more than a uint64 counts; its capacity
+// saturates at math.MaxUint64 instead of wrapping to 0 (issue 20 item 5).
+func TestFullBigIntRange(t *testing.T) {
+	o := galloc.Options{Type: galloc.BigInt, Start: math.MinInt64, Step: 1, ChunkSize: 10}
+	o.EnsureDefaults()
+	require.NoError(t, o.Validate())
+	st := mem.New(mem.Options{})
+	s := open(t, st, "all", o)
+	assert.Equal(t, []int64{math.MinInt64, math.MinInt64 + 1, math.MinInt64 + 2}, draw(t, s, 3))
+	rec, ok, err := galloc.ReadRecord(context.Background(), st, "all")
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, uint64(math.MaxUint64), rec.Capacity())
+	assert.False(t, rec.Exhausted())
+
+	near := galloc.Record{Type: galloc.BigInt, ChunkSize: 10, Start: math.MinInt64, Step: 1, Allocated: math.MaxUint64 - 1}
+	upTo, ok := near.AllocatedUpTo()
+	assert.True(t, ok)
+	assert.Equal(t, int64(math.MaxInt64-1), upTo)
+	near.Allocated = math.MaxUint64
+	assert.True(t, near.Exhausted(), "every value but MaxInt64 is handed out")
+	b, err := near.MarshalBinary()
+	require.NoError(t, err)
+	var back galloc.Record
+	require.NoError(t, back.UnmarshalBinary(b), "a fully allocated full-range record is not corrupt")
+
+	// Any other Start or Step keeps the exact count.
+	for _, c := range []struct {
+		start, step int64
+		w           uint64
+	}{{math.MinInt64 + 1, 1, math.MaxUint64}, {math.MinInt64, 2, 1 << 63}, {0, 1, 1 << 63}, {math.MaxInt64, 1, 1}} {
+		r := galloc.Record{Type: galloc.BigInt, ChunkSize: 1, Start: c.start, Step: c.step}
+		assert.Equal(t, c.w, r.Capacity(), "start %d step %d", c.start, c.step)
+	}
 }

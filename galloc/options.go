@@ -244,8 +244,14 @@ func (o *Options) Validate() error {
 }
 
 // capacity returns how many values of t lie in Start, Start+Step, ...
-// (at least 1 when start is within t).
+// (at least 1 when start is within t), saturated at math.MaxUint64: the
+// one sequence of 2^64 values (BigInt from math.MinInt64 by 1) counts
+// math.MaxUint64 and so hands out every bigint but math.MaxInt64, its last.
 func capacity(t Type, start, step int64) uint64 {
 	span := uint64(t.Max()) - uint64(start) // exact in two's complement: start <= Max
-	return span/uint64(step) + 1
+	n := span / uint64(step)
+	if n == math.MaxUint64 {
+		return n
+	}
+	return n + 1
 }

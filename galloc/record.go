@@ -84,7 +84,9 @@ func (r Record) AllocatedUpTo() (v int64, ok bool) {
 // Exhausted reports whether every value has been allocated.
 func (r Record) Exhausted() bool { return r.Allocated >= r.Capacity() }
 
-// Capacity returns the number of values the sequence holds in all.
+// Capacity returns the number of values the sequence holds in all, at
+// most math.MaxUint64 (the full bigint range, 2^64 values, counts
+// math.MaxUint64: its last value, math.MaxInt64, is never handed out).
 func (r Record) Capacity() uint64 { return capacity(r.Type, r.Start, r.Step) }
 
 // Value returns the value of slot i (the i-th value, from 0).

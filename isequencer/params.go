@@ -18,8 +18,10 @@ const (
 )
 
 // MaxMaxNumUnflushedValues is the largest MaxNumUnflushedValues Validate
-// accepts: its buffer (24 MiB) is allocated by New.
-const MaxMaxNumUnflushedValues = 1_000_000
+// accepts (2^20). New sizes its ring from it (the next power of two at or
+// above MaxNumUnflushedValues + 256 values of 24 bytes, and as many
+// group-commit marks with GroupCommit): at the bound 2^21 values, 48 MiB.
+const MaxMaxNumUnflushedValues = 1 << 20
 
 // EnsureDefaults sets zero fields to their defaults. Negative values are left
 // for Validate to report.
@@ -78,8 +80,10 @@ func (p *Params) Validate() error {
 			}
 		}
 	}
-	if p.MaxNumUnflushedValues < 1 || p.MaxNumUnflushedValues > MaxMaxNumUnflushedValues {
-		bad("MaxNumUnflushedValues %d, must be in [1, %d]", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
+	if p.MaxNumUnflushedValues < 1 {
+		bad("MaxNumUnflushedValues %d, must be >= 1", p.MaxNumUnflushedValues)
+	} else if p.MaxNumUnflushedValues > MaxMaxNumUnflushedValues {
+		bad("MaxNumUnflushedValues %d, must be <= %d (New sizes its ring from it)", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
 	}
 	if p.LRUCacheSize < 1 {
 		bad("LRUCacheSize %d, must be >= 1", p.LRUCacheSize)

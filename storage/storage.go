@@ -39,6 +39,21 @@ var (
 	// ErrUnavailable: the store could not be reached or did not answer in
 	// time. Retrying later may succeed.
 	ErrUnavailable = errors.New("storage: unavailable")
+
+	// ErrAuthentication: the store refused the credentials (a wrong user
+	// name or password), or requires credentials that were not given.
+	// Retrying with the same credentials cannot succeed.
+	ErrAuthentication = errors.New("storage: authentication failed")
+
+	// ErrAuthorization: the store authenticated the caller but refused an
+	// operation its role has no permission for. Retrying cannot succeed.
+	ErrAuthorization = errors.New("storage: not authorized")
+
+	// ErrTLS: the TLS handshake failed: the server's certificate was not
+	// verified (unknown authority, wrong host name, expired), the server
+	// does not speak TLS, or it refused the client's certificate. Retrying
+	// with the same configuration cannot succeed.
+	ErrTLS = errors.New("storage: TLS handshake failed")
 )
 
 // Row is one row of the table.

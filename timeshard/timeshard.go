@@ -15,9 +15,10 @@
 //     deadline, which passes before the store lets another process take the
 //     node ID (elections.Options.Skew earlier).
 //   - A node ID handed over: Close records the last millisecond used, and
-//     the next holder starts after it. After a crash (no record), the next
+//     the next holder starts after it. After a crash, or a Close that could
+//     not record it (the lease then stays until it expires), the next
 //     holder can only start once the lease has expired in the store, at
-//     least Skew after the crashed holder stopped; clocks of different
+//     least Skew after the previous holder stopped; clocks of different
 //     machines must differ by less than that.
 //   - IDs are non-negative int64s (the sign bit is never set) and sort by
 //     time to the millisecond; within a millisecond, by node, then counter.
@@ -329,8 +330,17 @@ func (g *Generator) Stats() Stats {
 }
 
 // Close records the last millisecond used for the node's next holder and
-// releases the node lease. Later calls fail with ErrClosed. It returns the
-// error of recording the high water (the lease is released anyway).
+// releases the node lease. Later calls (Next and the generator's other
+// methods) fail with ErrClosed. It returns the error of recording the high
+// water.
+//
+// The lease is released (deleted) only after the high water is recorded.
+// When it is not (the write failed or its outcome is unknown, or the lease
+// was lost or past its local deadline, when the high water is not written
+// at all: the node may be another's by now), the lease is abandoned
+// instead: it stays in the store until its TTL expires, as after a crash,
+// so the node's next holder starts from its own clock, at least Skew after
+// this generator's last ID.
 func (g *Generator) Close() error {
 	g.mu.Lock()
 	if g.mu.closed {
@@ -341,10 +351,15 @@ func (g *Generator) Close() error {
 	last := g.mu.lastMs
 	g.mu.Unlock()
 	var err error
+	recorded := false
 	if g.lease.Ctx.Err() == nil && g.o.Clock.Now().Before(g.lease.Deadline()) {
 		ctx, cancel := context.WithTimeout(context.Background(), g.o.ReleaseTimeout)
 		err = g.ls.putHighWater(ctx, g.node, g.epochMs+last)
 		cancel()
+		recorded = err == nil
+	}
+	if !recorded {
+		g.el.Abandon(g.node)
 	}
 	g.el.Cleanup()
 	if g.stopAF != nil {

@@ -260,3 +260,75 @@ func TestConcurrentUnique(t *testing.T) {
 		assert.Equal(t, g.Node(), l.Node(id))
 	}
 }
+
+// TestCloseWithoutHighWaterKeepsTheLease: issue 20 item 3. When Close
+// cannot record the high water (one failed Put), the node's lease must
+// stay until its TTL expires, as after a crash: on the old code Close
+// deleted it, and a next holder whose clock was 5 ms behind took node 0 at
+// once and issued an ID the first holder had already issued.
+func TestCloseWithoutHighWaterKeepsTheLease(t *testing.T) {
+	clk := newClock()
+	inner := mem.New(mem.Options{Now: clk.Now})
+	fs, err := faulty.New(inner, faulty.Options{})
+	require.NoError(t, err)
+	o := timeshard.Options{Layout: small4(), FirstNode: 0, LeaseDuration: 3 * time.Second}
+	g := open(t, fs, clk, o)
+	first, err := nextAfter(t, g, clk, time.Millisecond)
+	require.NoError(t, err)
+	issued := []int64{first}
+	for range 2 { // the same millisecond: counters 1 and 2
+		id, err := g.Next(context.Background())
+		require.NoError(t, err)
+		issued = append(issued, id)
+	}
+	require.NoError(t, fs.SetRules(faulty.Rule{Ops: []string{faulty.OpPut}, Action: faulty.Fail, Times: 1}))
+	err = g.Close()
+	require.ErrorIs(t, err, storage.ErrUnavailable, "Close reports the failed high-water write")
+	require.Equal(t, uint64(1), fs.InjectedOn(faulty.OpPut))
+
+	clk.step(-5 * time.Millisecond) // the next holder's clock is behind
+	h := open(t, fs, clk, o)
+	assert.NotEqual(t, uint32(0), h.Node(), "node 0's lease stays until its TTL expires")
+	if h.Node() == 0 {
+		// Its clock reaches g's millisecond again.
+		id, err := nextAfter(t, h, clk, 5*time.Millisecond)
+		require.NoError(t, err)
+		assert.NotContains(t, issued, id, "the next holder of node 0 repeated an ID")
+	}
+
+	// Once the TTL has passed (3 s after the lease's write, on a clock now
+	// 5 ms behind), node 0 is free and its next holder starts after every
+	// ID g issued.
+	clk.Advance(3*time.Second + 5*time.Millisecond)
+	k := open(t, fs, clk, o)
+	require.Equal(t, uint32(0), k.Node())
+	id, err := nextAfter(t, k, clk, time.Millisecond)
+	require.NoError(t, err)
+	assert.Greater(t, id, issued[len(issued)-1])
+}
+
+// TestCloseAfterTheLocalDeadlineKeepsTheLease: Close right after the
+// lease's local deadline skips the high-water write (the lease may be
+// another's by now); it must not delete the lease either, which the store
+// still holds for Skew: g issued IDs up to its deadline, and a holder
+// taking node 0 at once, with a clock up to Skew behind, could repeat them.
+func TestCloseAfterTheLocalDeadlineKeepsTheLease(t *testing.T) {
+	clk := newClock()
+	fs, err := faulty.New(mem.New(mem.Options{Now: clk.Now}), faulty.Options{})
+	require.NoError(t, err)
+	o := timeshard.Options{Layout: small4(), FirstNode: 0, LeaseDuration: 3 * time.Second}
+	g := open(t, fs, clk, o)
+	_, err = nextAfter(t, g, clk, time.Millisecond)
+	require.NoError(t, err)
+	require.NoError(t, fs.SetRules(faulty.Rule{Ops: []string{faulty.OpCompareAndSwap}, Action: faulty.Fail}))
+	clk.Advance(2 * time.Second) // the local deadline: 3 s TTL - 1 s skew
+	require.NoError(t, g.Close())
+	fs.Clear()
+	assert.Zero(t, fs.InjectedOn(faulty.OpPut), "no high water written")
+
+	h := open(t, fs, clk, o)
+	assert.NotEqual(t, uint32(0), h.Node(), "the store still holds node 0's lease for its last second")
+	clk.Advance(time.Second)
+	k := open(t, fs, clk, o)
+	assert.Equal(t, uint32(0), k.Node(), "once the TTL has passed node 0 is free")
+}

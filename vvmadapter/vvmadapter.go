@@ -13,6 +13,9 @@
 //	               cCols = u32 PLogOffsetCC (0)
 //	epoch:         pKey = the offset's pKey, cCols = u32 EpochCC (1)
 //	               value = u64 epoch; it only ever grows (absent = 0)
+//	layout:        pKey = u32 PKeyPrefixSeqStorageApp (4) ‖ u32 ClusterAppID
+//	               cCols = u32 PartitionCountCC (0)
+//	               value = u64 number of partitions; written once (layout.go)
 //	values:        big-endian u64
 //
 // A workspace's number of a sequence is the maximum over its seed cell and

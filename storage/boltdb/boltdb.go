@@ -570,7 +570,10 @@ func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte
 		ok = true
 		return w.put(rk, value, ttl)
 	})
-	return ok && err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
 }
 
 // CompareAndSwap implements storage.Storage.
@@ -594,7 +597,10 @@ func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newVa
 		ok = true
 		return w.put(rk, newValue, ttl)
 	})
-	return ok && err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
 }
 
 // CompareAndDelete implements storage.Storage.
@@ -612,7 +618,10 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 		ok = true
 		return w.rows.Delete(rk)
 	})
-	return ok && err == nil, err
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
 }
 
 // ApplyBatchIf implements storage.Storage: one batch of ApplyBatchesIf.

@@ -39,9 +39,13 @@ const maxGroupWrites = 1024
 //     result means committed (and fsynced unless NoSync); a failed commit
 //     fails every request of the group (conditional ones with
 //     storage.ErrUnknownOutcome, as bbolt may have written part of it);
-//   - a request whose context is done before its group starts is answered
-//     with the context's error and writes nothing. Once its group has
-//     started, the caller waits for the commit.
+//   - a caller returns as soon as its context is done while its request
+//     waits behind a slow commit: a request the committer has not yet
+//     taken is abandoned, the caller gets the context's error and nothing
+//     is written. A request already taken waits for its own group's commit
+//     (its function may still read the caller's arguments and set its
+//     results) and gets that commit's outcome; the committer drops a taken
+//     request whose context is done before its group's transaction runs.
 //
 // Requests run in arrival order, so a request sees the writes of those
 // before it in its group.
@@ -60,7 +64,17 @@ type request struct {
 	fn          func(w *writer) error
 	err         error
 	done        chan struct{}
+	// state moves once, from reqQueued to reqTaken (by the committer) or
+	// to reqAbandoned (by a caller whose context ended first).
+	state atomic.Int32
 }
+
+// request states.
+const (
+	reqQueued int32 = iota
+	reqTaken
+	reqAbandoned
+)
 
 // committer is the Store's group-commit goroutine and its queue.
 type committer struct {
@@ -79,10 +93,19 @@ func newCommitter(before func(n int)) *committer {
 // submit queues r; false once the committer is closed.
 func (c *committer) submit(r *request) bool { return c.queue.Put(r) }
 
-// take removes up to maxGroupWrites queued requests; closed reports that
-// the committer was closed and the queue is empty.
+// take removes up to maxGroupWrites queued requests and marks them taken,
+// leaving out those their callers abandoned: group is nil when the queue
+// was empty, empty (not nil) when every request taken was abandoned.
+// closed reports that the committer was closed and the queue is empty.
 func (c *committer) take() (group []*request, closed bool) {
-	return c.queue.Take(func([]*request) int { return maxGroupWrites })
+	group, closed = c.queue.Take(func([]*request) int { return maxGroupWrites })
+	live := group[:0]
+	for _, r := range group {
+		if r.state.CompareAndSwap(reqQueued, reqTaken) {
+			live = append(live, r)
+		}
+	}
+	return live, closed
 }
 
 // close makes later submits fail and waits until run has answered every
@@ -111,6 +134,9 @@ func (s *Store) runCommitter() {
 			<-c.queue.Signal()
 			continue
 		}
+		if len(group) == 0 {
+			continue // every request taken was abandoned by its caller
+		}
 		if c.before != nil {
 			c.before(len(group))
 		}
@@ -130,7 +156,11 @@ func (s *Store) GroupCommits() (commits, writes uint64) {
 // goroutines (see Group commit above) and returns fn's error or the
 // commit's. A failed commit of a conditional write wraps
 // storage.ErrUnknownOutcome: bbolt may have written part of it to the file
-// before failing.
+// before failing. When ctx ends while the write waits in the queue, update
+// returns at once with ctx's error and nothing is written. When the
+// committer has already taken it, its commit is under way and fn may still
+// read the caller's arguments and set its results: update waits for that
+// one commit (not for the queue) and reports its outcome.
 func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer) error) error {
 	if err := s.ready(ctx); err != nil {
 		return err
@@ -138,6 +168,14 @@ func (s *Store) update(ctx context.Context, conditional bool, fn func(w *writer)
 	r := &request{ctx: ctx, conditional: conditional, fn: fn, done: make(chan struct{})}
 	if !s.commit.submit(r) {
 		return s.ready(context.Background())
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+	}
+	if r.state.CompareAndSwap(reqQueued, reqAbandoned) {
+		return fmt.Errorf("boltdb: %w", ctx.Err())
 	}
 	<-r.done
 	return r.err

@@ -252,3 +252,90 @@ func runWriters(b *testing.B, writers int, write func(i int) error) {
 	}
 	wg.Wait()
 }
+
+// returnsWhileHeld waits for a write's result, which must come while the
+// committer is still held: a write blocked until the commit fails the test
+// (after 30 s, a bound only a hang reaches).
+func returnsWhileHeld(t *testing.T, what string, c <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-c:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not return after its context ended: it waits for the held commit", what)
+		return nil
+	}
+}
+
+// TestGroupWriteHonoursItsContext: issue 20 item 6. A write waiting behind
+// a slow (here: held) group commit returns when its context ends, with the
+// context's error; the old code blocked until the commit (a Put with a
+// 20 ms deadline returned after 502 ms). A write not yet taken by the
+// committer writes nothing; one the committer has taken waits for its
+// commit and reports that commit's outcome, which its data agrees with.
+func TestGroupWriteHonoursItsContext(t *testing.T) {
+	s := openGrouped(t, Options{NoSync: true})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(s.release)
+		}
+	}
+	t.Cleanup(release) // before the Store's Close, also after a failure
+	s.arm()
+	inGroup := make(chan error, 1)
+	ctxGroup, cancelGroup := context.WithCancel(context.Background())
+	defer cancelGroup()
+	go func() { inGroup <- s.Put(ctxGroup, []byte("p"), []byte("first"), []byte("v")) }()
+	<-s.held
+
+	queued := make(chan error, 1)
+	ctxQueued, cancelQueued := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancelQueued()
+	go func() { queued <- s.Put(ctxQueued, []byte("p"), []byte("queued"), []byte("v")) }()
+	queuedCAS := make(chan error, 1)
+	ctxCAS, cancelCAS := context.WithCancel(context.Background())
+	go func() {
+		_, err := s.InsertIfNotExists(ctxCAS, []byte("p"), []byte("cas"), []byte("v"), 0)
+		queuedCAS <- err
+	}()
+	waitQueued(t, s.Store, 2)
+
+	err := returnsWhileHeld(t, "a queued Put with a 20 ms deadline", queued)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, storage.ErrUnknownOutcome, "never handed to a commit: nothing written")
+	cancelCAS()
+	err = returnsWhileHeld(t, "a queued InsertIfNotExists", queuedCAS)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, storage.ErrUnknownOutcome)
+
+	// A write whose commit is under way waits for that commit (it may still
+	// read its arguments and set its results), then reports its outcome.
+	cancelGroup()
+	select {
+	case err := <-inGroup:
+		t.Fatalf("a Put in the held group returned while its commit ran: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	release()
+	err = <-inGroup
+	_, written, gerr := s.Get(context.Background(), []byte("p"), []byte("first"))
+	require.NoError(t, gerr)
+	if err != nil {
+		require.ErrorIs(t, err, context.Canceled)
+		assert.False(t, written, "an error means nothing was written: %v", err)
+	} else {
+		assert.True(t, written, "a nil error means it was committed")
+	}
+	ctx := context.Background()
+	for _, k := range []string{"queued", "cas"} {
+		_, ok, err := s.Get(ctx, []byte("p"), []byte(k))
+		require.NoError(t, err)
+		assert.False(t, ok, "%s: a write abandoned before its group is never written", k)
+	}
+	require.NoError(t, s.Put(ctx, []byte("p"), []byte("after"), []byte("v")), "the committer goes on")
+	_, ok, err := s.Get(ctx, []byte("p"), []byte("after"))
+	require.NoError(t, err)
+	assert.True(t, ok)
+}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/gocql/gocql"
-
-	"github.com/cqlseq/cqlseq/storage"
 )
 
 // Engine names, as DetectEngine returns them (and package schema takes them).
@@ -92,7 +90,8 @@ func clusterConfig(o Options, now func() time.Time) (*gocql.ClusterConfig, *heal
 // gocql's NewSession leaks its goroutines (scylladb/gocql#966), so Connect
 // uses the non-blocking constructor, which hands the session over. A
 // cluster that does not answer gives an error wrapping
-// storage.ErrUnavailable.
+// storage.ErrUnavailable; refused credentials, permissions or TLS wrap
+// storage.ErrAuthentication, ErrAuthorization or ErrTLS instead.
 func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 	s, _, err := connect(ctx, o)
 	return s, err
@@ -117,7 +116,7 @@ func connect(ctx context.Context, o Options) (*gocql.Session, *health, error) {
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("cql: connecting to %s: %w: %w", strings.Join(c.Hosts, ","), storage.ErrUnavailable, trimmed{err})
+		return nil, nil, connectErr(strings.Join(c.Hosts, ","), o.TLS != nil, err)
 	}
 	if err := ctx.Err(); err != nil {
 		s.Close()

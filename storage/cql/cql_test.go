@@ -2,10 +2,15 @@ package cql
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +47,14 @@ func TestOptionsDefaultsAndValidate(t *testing.T) {
 	for _, w := range []string{"keyspace name", "table name", "empty host", "Password without Username", "Consistency SERIAL", "SerialConsistency QUORUM", "negative Timeout", "negative PageSize"} {
 		assert.Contains(t, err.Error(), w, "every problem at once")
 	}
+
+	huge := Options{Hosts: []string{"h"}, Keyspace: "ks", PageSize: 1 << 40}
+	huge.EnsureDefaults()
+	err = huge.Validate()
+	require.ErrorIs(t, err, storage.ErrInvalidArgument, "a page size that would not fit in memory is refused (issue 20 item 4)")
+	assert.ErrorContains(t, err, "PageSize 1099511627776 above 65536")
+	huge.PageSize = MaxPageSize
+	require.NoError(t, huge.Validate())
 
 	noHosts := Options{Keyspace: "ks"}
 	noHosts.EnsureDefaults()
@@ -250,4 +263,76 @@ func TestFail(t *testing.T) {
 	assert.Equal(t, "cql: put: bad", err.Error())
 	s.closed.Store(true)
 	assert.ErrorIs(t, s.fail(bg, bg, "get", errors.New("x")), storage.ErrClosed)
+}
+
+// serverErr is a server error frame as scylladb/gocql returns it for the
+// codes it has no type for (bad credentials, unauthorized): its internal
+// ErrorFrame, which has GetCode.
+type serverErr struct {
+	code int
+	msg  string
+}
+
+func (e serverErr) GetCode() int  { return e.code }
+func (e serverErr) Error() string { return e.msg }
+
+// upstreamErr is the same error as upstream gocql's RequestError.
+type upstreamErr struct{ serverErr }
+
+func (e upstreamErr) Code() int       { return e.code }
+func (e upstreamErr) Message() string { return e.msg }
+
+// TestRefusedIsNotUnavailable: issue 20 item 9. A wrong password, missing
+// credentials, a missing permission and a failed TLS handshake were all
+// storage.ErrUnavailable ("unable to discover protocol version"), which a
+// caller retries forever; each now has its own sentinel, and none is
+// ErrUnavailable. The error shapes are gocql's, wrapped as its session
+// initialisation wraps them.
+func TestRefusedIsNotUnavailable(t *testing.T) {
+	initErr := func(err error) error {
+		return fmt.Errorf("gocql: unable to create session: unable to connect to the cluster, last error: %w",
+			fmt.Errorf("unable to discover protocol version: %w\n", err))
+	}
+	for _, tt := range []struct {
+		name string
+		err  error
+		werr error
+	}{
+		{"wrong password", serverErr{gocql.ErrCodeCredentials, "Provided username and/or password are incorrect"}, storage.ErrAuthentication},
+		{"missing credentials", errors.New(`authentication required (using "org.apache.cassandra.auth.PasswordAuthenticator")`), storage.ErrAuthentication},
+		{"unknown CA", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}, storage.ErrTLS},
+		{"wrong host name", x509.HostnameError{Host: "h"}, storage.ErrTLS},
+		{"server alert (client certificate refused)", tls.AlertError(42), storage.ErrTLS},
+		{"plain server", tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}, storage.ErrTLS},
+		{"wrong password, upstream gocql", upstreamErr{serverErr{gocql.ErrCodeCredentials, "bad"}}, storage.ErrAuthentication},
+		// Session initialisation flattens the handshake's error into text
+		// (seen against a TLS-only Cassandra 5.0.8 with another CA).
+		{"unknown CA, as text", errors.New("tls: failed to verify certificate: x509: certificate signed by unknown authority"), storage.ErrTLS},
+		{"wrong password, as text", errors.New("Provided username cassandra and/or password are incorrect"), storage.ErrAuthentication},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := connectErr("h:9042", true, initErr(tt.err))
+			require.ErrorIs(t, err, tt.werr)
+			assert.NotErrorIs(t, err, storage.ErrUnavailable)
+			assert.True(t, strings.HasPrefix(err.Error(), "cql: connecting to h:9042: "+tt.werr.Error()+": "), err.Error())
+		})
+	}
+
+	bg := context.Background()
+	s := &Store{o: Options{Timeout: time.Second}}
+	err := s.fail(bg, bg, "put", serverErr{gocql.ErrCodeUnauthorized, "User bench has no MODIFY permission on <table cqlseq.values> or any of its parents"})
+	require.ErrorIs(t, err, storage.ErrAuthorization)
+	assert.NotErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), "no MODIFY permission")
+	assert.ErrorIs(t, s.fail(bg, bg, "get", serverErr{gocql.ErrCodeCredentials, "bad credentials"}), storage.ErrAuthentication)
+
+	// A TLS-only node resets a plain connection: unavailable, with a hint.
+	reset := initErr(&net.OpError{Op: "read", Err: os.NewSyscallError("read", syscall.ECONNRESET)})
+	err = connectErr("h:9042", false, reset)
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), "the node may require TLS")
+	assert.NotContains(t, connectErr("h:9042", true, reset).Error(), "may require TLS", "no hint when TLS is on")
+	assert.NotContains(t, connectErr("h:9042", false, initErr(gocql.ErrNoConnections)).Error(), "may require TLS")
+	flat := initErr(errors.New("read tcp 127.0.0.1:37492->127.0.0.1:44855: read: connection reset by peer"))
+	assert.Contains(t, connectErr("h:9042", false, flat).Error(), "the node may require TLS", "also when the reset is text only")
 }

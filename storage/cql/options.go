@@ -35,6 +35,8 @@ const (
 	DefaultSuspectFloor   = 100 * time.Millisecond
 	DefaultSuspectFactor  = 10
 	DefaultProbeInterval  = time.Second
+	// MaxPageSize bounds Options.PageSize.
+	MaxPageSize = 1 << 16
 )
 
 // Options configure Open.
@@ -119,7 +121,8 @@ type Options struct {
 	// unless TLS.InsecureSkipVerify is set.
 	TLS *tls.Config
 
-	// PageSize is the number of rows a Read fetches per query. Default 1000.
+	// PageSize is the number of rows a Read fetches per query (and holds
+	// in memory at once). Default 1000, at most MaxPageSize.
 	PageSize int
 	// NumConns is the number of connections per host (per shard on
 	// ScyllaDB). Default 2.
@@ -298,6 +301,8 @@ func (o *Options) connProblems() []error {
 	}
 	if o.PageSize < 0 {
 		bad("negative PageSize %d", o.PageSize)
+	} else if o.PageSize > MaxPageSize {
+		bad("PageSize %d above %d (a Read allocates a page of PageSize rows)", o.PageSize, MaxPageSize)
 	}
 	return errs
 }

@@ -88,6 +88,9 @@ func StartCluster(ctx context.Context, o Options, n int, save func(*Cluster) err
 	if n < 1 || n > MaxNodes {
 		invalid = fmt.Errorf("%w: %d nodes: want 1..%d", ErrInvalidOptions, n, MaxNodes)
 	}
+	if o.Secure {
+		invalid = errors.Join(invalid, fmt.Errorf("%w: Secure is for Start (one node)", ErrInvalidOptions))
+	}
 	lib, dir, err := setUp(ctx, &o, invalid, "cqlseq-cluster-")
 	if err != nil {
 		return nil, err
@@ -199,7 +202,7 @@ func ringErr(ctx context.Context, c *Cluster) error {
 }
 
 func nodeSeesRing(ctx context.Context, host string, n int) error {
-	s, err := connect(ctx, host, 10*time.Second)
+	s, err := connect(ctx, &Instance{Host: host}, 10*time.Second)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ package cassandra
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +60,13 @@ type Options struct {
 	// may lose recent keyspaces and tables), faster DDL. Neither mode
 	// fsyncs (cassandra.skip_sync): an OS crash may lose anything.
 	CrashSafe bool
+	// Secure starts the node with password authentication and roles
+	// (PasswordAuthenticator, CassandraAuthorizer, CassandraRoleManager;
+	// the default superuser Superuser/SuperuserPassword) and client TLS
+	// only: a CA and the node's certificate for 127.0.0.1 signed by it, made
+	// with keytool in the run directory; Instance.CAFile is the CA's PEM,
+	// what a client trusts. Start only (StartCluster refuses it).
+	Secure bool
 	// Log receives progress lines. Default: discarded.
 	Log func(format string, args ...any)
 }
@@ -262,10 +270,18 @@ type Instance struct {
 	Host        string        `json:"host"`             // host:port of the native transport
 	Listen      string        `json:"listen,omitempty"` // the node's address; "" is 127.0.0.1
 	Version     string        `json:"version"`
-	ReleaseInfo string        `json:"release_version"` // system.local release_version
-	StartupTime time.Duration `json:"startup_ns"`      // from exec to the first CQL answer
-	CrashSafe   bool          `json:"crash_safe"`      // Options.CrashSafe at Start
+	ReleaseInfo string        `json:"release_version"`   // system.local release_version
+	StartupTime time.Duration `json:"startup_ns"`        // from exec to the first CQL answer
+	CrashSafe   bool          `json:"crash_safe"`        // Options.CrashSafe at Start
+	Secure      bool          `json:"secure,omitempty"`  // Options.Secure at Start
+	CAFile      string        `json:"ca_file,omitempty"` // Secure: the PEM of the CA that signed the node's certificate
 }
+
+// The superuser of a Secure node (Cassandra's default role).
+const (
+	Superuser         = "cassandra"
+	SuperuserPassword = "cassandra"
+)
 
 // Start starts Cassandra in a fresh run directory and returns when a CQL
 // query succeeds. On failure it stops what it started and returns an error
@@ -323,10 +339,17 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 		return nil, err
 	}
 	nativePort, storagePort := ports[0], ports[1]
-	if err := writeNodeFiles(singleNode(dir, nativePort, storagePort, o.CrashSafe)); err != nil {
+	cfg := singleNode(dir, nativePort, storagePort, o.CrashSafe)
+	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
+	if o.Secure {
+		if cfg.keystore, inst.CAFile, err = makeKeystore(ctx, o, dir); err != nil {
+			return nil, err
+		}
+		cfg.secure, inst.Secure = true, true
+	}
+	if err := writeNodeFiles(cfg); err != nil {
 		return nil, err
 	}
-	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
 	if err := launch(ctx, o, lib, inst); err != nil {
 		return nil, err
 	}
@@ -371,7 +394,7 @@ func launch(ctx context.Context, o Options, lib string, inst *Instance) error {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if rel, err := probe(inst.Host); err == nil {
+		if rel, err := probeInstance(inst); err == nil {
 			inst.PID = pid
 			inst.ReleaseInfo = rel
 			inst.StartupTime = time.Since(began)
@@ -390,10 +413,15 @@ func launch(ctx context.Context, o Options, lib string, inst *Instance) error {
 	}
 }
 
-func probe(host string) (string, error) {
+func probe(host string) (string, error) { return probeInstance(&Instance{Host: host}) }
+
+// probeInstance reads the node's release version, as the superuser over
+// TLS on a Secure node. A Secure node answers only once its default
+// superuser exists.
+func probeInstance(inst *Instance) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	s, err := connect(ctx, host, 2*time.Second)
+	s, err := connect(ctx, inst, 2*time.Second)
 	if err != nil {
 		return "", err
 	}
@@ -405,16 +433,26 @@ func probe(host string) (string, error) {
 	return rel, nil
 }
 
-// connect opens a session to the one node at host through storage/cql
-// (cqlseq's one way to a session), its queries bounded by timeout.
-func connect(ctx context.Context, host string, timeout time.Duration) (*gocql.Session, error) {
-	return cql.Connect(ctx, cql.Options{
-		Hosts:                    []string{host},
+// connect opens a session to the one node inst through storage/cql
+// (cqlseq's one way to a session), as the superuser over TLS on a Secure
+// node, its queries bounded by timeout.
+func connect(ctx context.Context, inst *Instance, timeout time.Duration) (*gocql.Session, error) {
+	o := cql.Options{
+		Hosts:                    []string{inst.Host},
 		DisableInitialHostLookup: true,
 		Timeout:                  timeout,
 		ConnectTimeout:           timeout,
 		Logger:                   slog.New(slog.DiscardHandler),
-	})
+	}
+	if inst.Secure {
+		pool, err := caPool(inst.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		o.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		o.Username, o.Password = Superuser, SuperuserPassword
+	}
+	return cql.Connect(ctx, o)
 }
 
 func jvmArgs(o Options, lib, jamm, dir string) []string {
@@ -471,7 +509,9 @@ type nodeConfig struct {
 	token                   string // initial_token
 	nativePort, storagePort int
 	crashSafe               bool
-	joinWithoutBootstrap    bool // auto_bootstrap: false (a node of a fresh, empty cluster)
+	joinWithoutBootstrap    bool   // auto_bootstrap: false (a node of a fresh, empty cluster)
+	secure                  bool   // password authentication, roles, client TLS only
+	keystore                string // secure: the node's JKS keystore (password keystorePassword)
 }
 
 // nodeYAML is a node's cassandra.yaml. Its request timeouts stay below the
@@ -514,9 +554,27 @@ read_request_timeout: 2000ms
 range_request_timeout: 4000ms
 request_timeout: 4000ms
 cas_contention_timeout: 1500ms
-authenticator: AllowAllAuthenticator
-authorizer: AllowAllAuthorizer
-`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed)
+%[8]s`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed, security(c))
+}
+
+// security is the end of a node's cassandra.yaml: open, or (secure)
+// passwords, roles and client TLS only.
+func security(c nodeConfig) string {
+	if !c.secure {
+		return "authenticator: AllowAllAuthenticator\nauthorizer: AllowAllAuthorizer\n"
+	}
+	return fmt.Sprintf(`authenticator: PasswordAuthenticator
+authorizer: CassandraAuthorizer
+role_manager: CassandraRoleManager
+roles_validity: 0ms
+permissions_validity: 0ms
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: %s
+  keystore_password: %s
+  require_client_auth: false
+`, c.keystore, keystorePassword)
 }
 
 const logbackXML = `<configuration scan="false">

@@ -1,6 +1,7 @@
 package cassandra
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -76,5 +77,31 @@ func TestOptionsValidate(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	for _, want := range []string{"Version", "Java", "Heap", "StartTimeout"} {
 		require.Contains(t, err.Error(), want)
+	}
+}
+
+func TestSecureNodeYAML(t *testing.T) {
+	open := nodeYAML(singleNode("/d", 9042, 7000, false))
+	if !strings.Contains(open, "authenticator: AllowAllAuthenticator") || strings.Contains(open, "client_encryption_options") {
+		t.Fatalf("an open node:\n%s", open)
+	}
+	c := singleNode("/d", 9042, 7000, false)
+	c.secure, c.keystore = true, "/d/tls/keystore.jks"
+	y := nodeYAML(c)
+	for _, w := range []string{"authenticator: PasswordAuthenticator\n", "authorizer: CassandraAuthorizer\n", "role_manager: CassandraRoleManager\n",
+		"client_encryption_options:\n  enabled: true\n  optional: false\n  keystore: /d/tls/keystore.jks\n"} {
+		if !strings.Contains(y, w) {
+			t.Errorf("secure yaml lacks %q:\n%s", w, y)
+		}
+	}
+	if strings.Contains(y, "AllowAll") {
+		t.Errorf("secure yaml still allows all:\n%s", y)
+	}
+}
+
+func TestStartClusterRefusesSecure(t *testing.T) {
+	_, err := StartCluster(context.Background(), Options{Secure: true, Java: "java"}, 2, nil)
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Secure is for Start") {
+		t.Fatalf("StartCluster with Secure: %v", err)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -261,7 +263,8 @@ func parseAck(s string) (ackRecord, error) {
 
 // Ack-check finding kinds (besides the scan's duplicate and regression).
 const (
-	findLost = "lost"
+	findLost       = "lost"
+	findLostRecord = "lost record"
 )
 
 // ackResult is what checkAcks found.
@@ -269,6 +272,7 @@ type ackResult struct {
 	Acks       int               `json:"acks"`
 	Torn       int               `json:"torn_bytes"`
 	Partitions int               `json:"partitions"`
+	Records    int               `json:"records"` // record rows checked
 	Problems   uint64            `json:"problems"`
 	ByKind     map[string]uint64 `json:"by_kind,omitempty"`
 	Listed     []finding         `json:"listed,omitempty"`
@@ -284,16 +288,25 @@ type plogEvent struct {
 	numbers []plog.SeqNumber
 }
 
-// checkAcks checks every acknowledged command of f against the PLog of st:
+// checkAcks checks every acknowledged command of f against the PLog and
+// the record rows of st. The log is one application's (as bench writes
+// it): its numbers belong to (WSID, SeqID) whatever the partition.
 //
 //   - lost: no event at the acknowledged offset (the PLog read from offset
 //     1 up to its first missing offset, as a restart reads it), or an event
 //     of another workspace or with other numbers than were acknowledged;
-//   - duplicate: two acknowledged commands got the same number of one
-//     (WSID, SeqID);
-//   - regression: an acknowledged number at a higher offset is below one at
-//     a lower offset of the same (WSID, SeqID).
-func checkAcks(ctx context.Context, st storage.Storage, f *ackFile) (*ackResult, error) {
+//   - lost record: an acknowledged command whose event is in the PLog, and
+//     one of whose numbers of recordSeqs (its record IDs) has no record
+//     row, or a row that names another offset (a command whose event is
+//     lost is reported once, as lost);
+//   - duplicate: one (partition, offset) acknowledged twice, with the same
+//     numbers or not (an event lost and written again in its place), or
+//     two acknowledged commands that got the same number of one (WSID,
+//     SeqID), in one partition or in two;
+//   - regression: an acknowledged number at a higher offset of a partition
+//     is below one at a lower offset of the same partition and (WSID,
+//     SeqID).
+func checkAcks(ctx context.Context, st storage.Storage, f *ackFile, recordSeqs []isequencer.SeqID) (*ackResult, error) {
 	r := &ackResult{Acks: len(f.acks), Torn: f.torn}
 	byPart := map[isequencer.PartitionID][]ackRecord{}
 	for _, a := range f.acks {
@@ -309,6 +322,7 @@ func checkAcks(ctx context.Context, st storage.Storage, f *ackFile) (*ackResult,
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
+	var present []ackRecord // acks whose event the PLog holds as acknowledged
 	for _, part := range parts {
 		events := map[isequencer.PLogOffset]plogEvent{}
 		err := reader.ReadEvents(ctx, part, 1, func(e *plog.Event) error {
@@ -318,17 +332,24 @@ func checkAcks(ctx context.Context, st storage.Storage, f *ackFile) (*ackResult,
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", part, err)
 		}
-		checkPartitionAcks(r, part, byPart[part], events)
+		present = checkPartitionAcks(r, part, byPart[part], events, present)
+	}
+	checkDuplicateAcks(r, f.acks)
+	if err := checkRecords(ctx, r, st, present, recordSeqs); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
-func checkPartitionAcks(r *ackResult, part isequencer.PartitionID, acks []ackRecord, events map[isequencer.PLogOffset]plogEvent) {
-	type seen struct {
-		off  isequencer.PLogOffset
-		line int
+// checkPartitionAcks reports the lost events and the regressions among
+// one partition's acks, and returns present with the acks whose event the
+// PLog holds as acknowledged appended.
+func checkPartitionAcks(r *ackResult, part isequencer.PartitionID, acks []ackRecord, events map[isequencer.PLogOffset]plogEvent, present []ackRecord) []ackRecord {
+	type pt struct {
+		off isequencer.PLogOffset
+		n   isequencer.Number
 	}
-	byNumber := map[isequencer.NumberKey]map[isequencer.Number]seen{}
+	byKey := map[isequencer.NumberKey][]pt{}
 	for _, a := range acks {
 		e, ok := events[a.off]
 		switch {
@@ -337,37 +358,21 @@ func checkPartitionAcks(r *ackResult, part isequencer.PartitionID, acks []ackRec
 		case e.ws != a.ws || !sameNumbers(e.numbers, a.numbers):
 			r.add(findLost, "partition %d offset %d (ack log line %d): acknowledged WSID %d %v, the PLog holds WSID %d %v",
 				part, a.off, a.line, a.ws, a.numbers, e.ws, e.numbers)
+		default:
+			present = append(present, a)
 		}
 		for _, n := range a.numbers {
 			k := isequencer.NumberKey{WSID: a.ws, SeqID: n.SeqID}
-			m := byNumber[k]
-			if m == nil {
-				m = map[isequencer.Number]seen{}
-				byNumber[k] = m
-			}
-			if prev, dup := m[n.Number]; dup && prev.off != a.off {
-				r.add(findDuplicate, "partition %d WSID %d SeqID %d: number %d acknowledged at offset %d (line %d) and at offset %d (line %d)",
-					part, k.WSID, k.SeqID, n.Number, prev.off, prev.line, a.off, a.line)
-			}
-			m[n.Number] = seen{a.off, a.line}
+			byKey[k] = append(byKey[k], pt{a.off, n.Number})
 		}
 	}
 	// Regressions: per key, numbers ordered by offset must increase.
-	for k, m := range byNumber {
-		type pt struct {
-			off isequencer.PLogOffset
-			n   isequencer.Number
-		}
-		pts := make([]pt, 0, len(m))
-		for n, s := range m {
-			pts = append(pts, pt{s.off, n})
-		}
-		slices.SortFunc(pts, func(a, b pt) int {
-			if a.off != b.off {
-				return cmp.Compare(uint64(a.off), uint64(b.off))
-			}
-			return cmp.Compare(uint64(a.n), uint64(b.n))
-		})
+	keys := slices.SortedFunc(maps.Keys(byKey), func(a, b isequencer.NumberKey) int {
+		return cmp.Or(cmp.Compare(a.WSID, b.WSID), cmp.Compare(a.SeqID, b.SeqID))
+	})
+	for _, k := range keys {
+		pts := byKey[k]
+		slices.SortFunc(pts, func(a, b pt) int { return cmp.Or(cmp.Compare(a.off, b.off), cmp.Compare(a.n, b.n)) })
 		for i := 1; i < len(pts); i++ {
 			if pts[i].off != pts[i-1].off && pts[i].n < pts[i-1].n {
 				r.add(findRegression, "partition %d WSID %d SeqID %d: number %d acknowledged at offset %d is below %d at offset %d",
@@ -375,6 +380,101 @@ func checkPartitionAcks(r *ackResult, part isequencer.PartitionID, acks []ackRec
 			}
 		}
 	}
+	return present
+}
+
+// checkDuplicateAcks reports every (partition, offset) acknowledged more
+// than once, and every number of a (WSID, SeqID) acknowledged by two
+// commands at different places, across all partitions.
+func checkDuplicateAcks(r *ackResult, acks []ackRecord) {
+	type place struct {
+		part isequencer.PartitionID
+		off  isequencer.PLogOffset
+	}
+	type seen struct {
+		place
+		line int
+	}
+	byOffset := map[place]int{} // the first line that acknowledged it
+	byNumber := map[isequencer.NumberKey]map[isequencer.Number]seen{}
+	for _, a := range acks {
+		at := place{a.part, a.off}
+		if first, dup := byOffset[at]; dup {
+			r.add(findDuplicate, "partition %d offset %d: acknowledged twice (ack log lines %d and %d)", a.part, a.off, first, a.line)
+			continue // its numbers are that offset's: reported once, here
+		}
+		byOffset[at] = a.line
+		for _, n := range a.numbers {
+			k := isequencer.NumberKey{WSID: a.ws, SeqID: n.SeqID}
+			m := byNumber[k]
+			if m == nil {
+				m = map[isequencer.Number]seen{}
+				byNumber[k] = m
+			}
+			if prev, dup := m[n.Number]; dup {
+				r.add(findDuplicate, "WSID %d SeqID %d: number %d acknowledged at partition %d offset %d (line %d) and at partition %d offset %d (line %d)",
+					k.WSID, k.SeqID, n.Number, prev.part, prev.off, prev.line, a.part, a.off, a.line)
+				continue
+			}
+			m[n.Number] = seen{at, a.line}
+		}
+	}
+}
+
+// recordBatch bounds the record rows of one GetBatch.
+const recordBatch = 1024
+
+// checkRecords reports every record ID of acks (their numbers of
+// recordSeqs) whose record row is missing or names another offset.
+func checkRecords(ctx context.Context, r *ackResult, st storage.Storage, acks []ackRecord, recordSeqs []isequencer.SeqID) error {
+	type want struct {
+		a  *ackRecord
+		id plog.RecordID
+	}
+	byPKey := map[string][]want{}
+	for i := range acks {
+		a := &acks[i]
+		for _, n := range a.numbers {
+			if slices.Contains(recordSeqs, n.SeqID) {
+				id := plog.RecordID(n.Number)
+				pk := string(plog.RecordPKey(a.ws, id))
+				byPKey[pk] = append(byPKey[pk], want{a, id})
+			}
+		}
+	}
+	for _, pk := range slices.Sorted(maps.Keys(byPKey)) {
+		ws := byPKey[pk]
+		for len(ws) > 0 {
+			chunk := ws[:min(len(ws), recordBatch)]
+			ws = ws[len(chunk):]
+			items := make([]storage.GetItem, len(chunk))
+			for i, w := range chunk {
+				items[i].CCols = plog.RecordCCols(w.id)
+			}
+			if err := st.GetBatch(ctx, []byte(pk), items); err != nil {
+				return fmt.Errorf("reading record rows: %w", err)
+			}
+			for i, w := range chunk {
+				r.Records++
+				a := w.a
+				switch {
+				case !items[i].Ok:
+					r.add(findLostRecord, "partition %d offset %d (ack log line %d): record %d of WSID %d is not stored", a.part, a.off, a.line, w.id, a.ws)
+				case !bytes.Equal(items[i].Value, plog.RecordValue(a.off)):
+					r.add(findLostRecord, "partition %d offset %d (ack log line %d): record %d of WSID %d names offset %s", a.part, a.off, a.line, w.id, a.ws, recordOffset(items[i].Value))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// recordOffset formats a record row's value: the offset it names.
+func recordOffset(v []byte) string {
+	if len(v) != 8 {
+		return fmt.Sprintf("? (a value of %d bytes)", len(v))
+	}
+	return strconv.FormatUint(binary.BigEndian.Uint64(v), 10)
 }
 
 // sameNumbers reports whether a and b hold the same (SeqID, number) pairs,
@@ -395,17 +495,20 @@ func sameNumbers(a, b []plog.SeqNumber) bool {
 	return slices.Equal(a, b)
 }
 
-// printAcks prints checkAcks's findings.
+// printAcks prints checkAcks's findings. The head of its summary
+// ("OK, 0 lost, 0 duplicates, 0 regressions" or "FAILED, N lost, N
+// duplicates, N regressions") is read by cqlseq-torture: new counts go
+// after it.
 func printAcks(w io.Writer, path string, r *ackResult) {
 	fmt.Fprintf(w, "acks %s: %s acknowledged commands in %s", path, commas(uint64(r.Acks)), plural(uint64(r.Partitions), "partition", "partitions"))
 	if r.Torn > 0 {
 		fmt.Fprintf(w, " (a torn last line of %d bytes ignored)", r.Torn)
 	}
 	if r.Problems == 0 {
-		fmt.Fprintln(w, ": OK, 0 lost, 0 duplicates, 0 regressions")
+		fmt.Fprintf(w, ": OK, 0 lost, 0 duplicates, 0 regressions, 0 lost records (%s record rows checked)\n", commas(uint64(r.Records)))
 		return
 	}
-	fmt.Fprintf(w, ": FAILED, %d lost, %d duplicates, %d regressions\n", r.ByKind[findLost], r.ByKind[findDuplicate], r.ByKind[findRegression])
+	fmt.Fprintf(w, ": FAILED, %d lost, %d duplicates, %d regressions, %d lost records\n", r.ByKind[findLost], r.ByKind[findDuplicate], r.ByKind[findRegression], r.ByKind[findLostRecord])
 	for _, f := range r.Listed {
 		fmt.Fprintf(w, "  %s: %s\n", f.Kind, f.Text)
 	}
@@ -432,7 +535,7 @@ func verifyAcks(ctx context.Context, e *env, st storage.Storage, path string) (*
 	if err != nil {
 		return nil, err
 	}
-	r, err := checkAcks(ctx, st, f)
+	r, err := checkAcks(ctx, st, f, []isequencer.SeqID{seqRecords})
 	if err != nil {
 		return nil, fmt.Errorf("checking ack log %s: %w", path, err)
 	}

@@ -239,11 +239,21 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 			return err
 		}
 	}
+	return benchOutcome(ctx, &res, &rep)
+}
+
+// benchOutcome is bench's verdict once the report is printed: the
+// interruption, a stopped run (a conflict, an ack log failure, a refused
+// command), a run in which commands failed and none succeeded, or a
+// stopped baseline is an error (exit 1, one line); else nil.
+func benchOutcome(ctx context.Context, res *loadResult, rep *benchReport) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case res.stopped != nil:
 		return fmt.Errorf("the sequencer run stopped: %w", res.stopped)
+	case res.commands == 0 && res.errors > 0:
+		return fmt.Errorf("no command succeeded, %s failed; the first: %w", commas(res.errors), res.firstErr)
 	case rep.Baseline != nil && rep.Baseline.Stopped != "":
 		return fmt.Errorf("the baseline stopped: %s", rep.Baseline.Stopped)
 	}

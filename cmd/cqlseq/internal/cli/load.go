@@ -15,6 +15,7 @@ import (
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // The simulated command processor: one workspace kind with two sequences.
@@ -77,9 +78,19 @@ type openStats struct {
 }
 
 // openPartitions opens partitions 0..n-1 and waits until each has
-// actualized (its first Do would not be refused as busy).
+// actualized (its first Do would not be refused as busy). It first claims
+// n as the application's partition count (vvmadapter.ClaimPartitionCount):
+// workspaceOf's mapping depends on n, and a workspace moved to another
+// partition would be given numbers it already had, so a store whose
+// application ran with another count is refused.
 func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats, error) {
 	began := time.Now()
+	if err := vvmadapter.New(c.st, c.app).ClaimPartitionCount(ctx, uint64(c.partitions)); err != nil {
+		if errors.Is(err, vvmadapter.ErrPartitionCountChanged) {
+			return nil, openStats{}, fmt.Errorf("%w: workspaces are spread over the partitions by WSID, and a workspace moved to another partition would be given numbers it already had (see the README, Partitions): use the same --partitions, or another store", err)
+		}
+		return nil, openStats{}, err
+	}
 	s := &partitionSet{}
 	for p := range c.partitions {
 		obs := newObserver(c.mc.Sequencer(isequencer.PartitionID(p)))
@@ -246,9 +257,19 @@ func runWorkers(ctx context.Context, c loadConfig, work func(ctx context.Context
 	return total
 }
 
+// refusedErr reports an error no retry can cure: the store refused the
+// credentials, a permission or the TLS handshake.
+func refusedErr(err error) bool {
+	return errors.Is(err, storage.ErrAuthorization) || errors.Is(err, storage.ErrAuthentication) || errors.Is(err, storage.ErrTLS)
+}
+
 // runCommands drives the partitions with commands: each picks a random
-// workspace of its partition and takes commandSeqs.
+// workspace of its partition and takes commandSeqs. A refused command
+// (refusedErr: no permission, bad credentials, TLS) stops every worker at
+// once, reported as stopped.
 func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) loadResult {
+	ctx, abort := context.WithCancelCause(ctx)
+	defer abort(nil)
 	return runWorkers(ctx, c, func(ctx context.Context, p int, rng *rand.Rand, deadline time.Time, r *loadResult) {
 		part := parts[p]
 		n := workspacesIn(p, c.partitions, c.workspaces)
@@ -285,6 +306,11 @@ func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) 
 				return
 			case errors.Is(err, apppart.ErrStopped):
 				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				return
+			case refusedErr(err):
+				r.errors++
+				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				abort(r.stopped)
 				return
 			default:
 				r.errors++

@@ -71,8 +71,8 @@ func (f *loadFlags) validate() error {
 	if f.payload < 0 || f.payload > maxPayload {
 		bad("--payload %d: want 0..%d", f.payload, maxPayload)
 	}
-	if f.maxUnflushed < 1 {
-		bad("--max-unflushed %d: want >= 1", f.maxUnflushed)
+	if f.maxUnflushed < 1 || f.maxUnflushed > isequencer.MaxMaxNumUnflushedValues {
+		bad("--max-unflushed %d: want 1..%d", f.maxUnflushed, isequencer.MaxMaxNumUnflushedValues)
 	}
 	if f.batcherDelay < 0 {
 		bad("--batcher-delay %v: want >= 0", f.batcherDelay)

@@ -89,7 +89,7 @@ func (c *clusterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.username, "username", "", "CQL user (password authentication)")
 	fs.StringVar(&c.password, "password", "", "CQL password (default from CQLSEQ_CQL_PASSWORD)")
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "enable TLS, trusting the CA certificates in this PEM file")
-	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "enable TLS without verifying the server's certificate")
+	fs.BoolVar(&c.tlsInsecure, "tls-insecure", false, "enable TLS without verifying the server's certificate (excludes --tls-ca)")
 	fs.StringVar(&c.consistency, "consistency", "LOCAL_QUORUM", "consistency of reads and writes")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "CQL connect and per-query timeout")
 	fs.BoolVar(&c.hostLookup, "host-lookup", false, "with one host, also connect to the addresses the nodes advertise (always on with several hosts)")
@@ -152,6 +152,9 @@ func (c *clusterFlags) validate() []error {
 	}
 	if c.password != "" && c.username == "" {
 		errs = append(errs, errors.New("--password without --username"))
+	}
+	if c.tlsCA != "" && c.tlsInsecure {
+		errs = append(errs, errors.New("--tls-ca and --tls-insecure are exclusive: --tls-insecure would skip verifying against the CA"))
 	}
 	if c.timeout > 0 {
 		// The attempt knobs against --timeout, as cql.Open will check them.

@@ -48,6 +48,7 @@ func run(args []string) error {
 	flags.StringVar(&o.Heap, "heap", "1g", "JVM heap size")
 	flags.DurationVar(&o.StartTimeout, "timeout", 180*time.Second, "how long to wait for the first CQL answer")
 	flags.BoolVar(&o.CrashSafe, "crash-safe", false, "up: a crash (restart) loses no acknowledged write and no schema change")
+	flags.BoolVar(&o.Secure, "secure", false, "up (one node): password authentication, roles (superuser cassandra/cassandra) and client TLS only; the CA's PEM is the state's ca_file")
 	down := flags.Duration("down", 0, "restart: how long the node stays down after the crash")
 	nodes := flags.Int("nodes", 1, "up: number of nodes (127.0.0.1..N)")
 	node := flags.Int("node", 0, "restart, kill, pause, resume: the node (1-based) of a cluster")
