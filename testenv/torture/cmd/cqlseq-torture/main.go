@@ -380,6 +380,9 @@ func (t *tort) runPhases(ctx context.Context) error {
 			}
 			continue
 		}
+		if p != "gray" && t.c.nodeFaults == 0 {
+			continue
+		}
 		if t.cluster == nil {
 			t.logf("%s: skipped (node faults need -state)", p)
 			continue
@@ -391,9 +394,6 @@ func (t *tort) runPhases(ctx context.Context) error {
 			if err := t.grayCheck(ctx); err != nil {
 				return err
 			}
-			continue
-		}
-		if t.c.nodeFaults == 0 {
 			continue
 		}
 		var err error
