@@ -26,7 +26,9 @@
 //   - owners: in fenced mode, owner A is paused past the request timeout,
 //     owner B takes the partitions over, A is resumed; no event of A may be
 //     durable, and no command acknowledged by A, at or above B's first
-//     offset of a partition;
+//     offset of a partition (A's and B's events are told apart by their
+//     payload sizes). -owners-mode trust2 runs both owners without fencing:
+//     the check must then fail;
 //   - gray (not in the default set; -gray runs it alone): the CI check of
 //     issue 22: one node SIGSTOPped for 10 s under load; it fails if an
 //     acknowledged command is lost or fewer than -gray-min of the rate
