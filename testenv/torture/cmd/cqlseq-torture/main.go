@@ -465,12 +465,7 @@ func (t *tort) startBench(ks, mode string, ld load, ackLog, tag string, extra ..
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"bench", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--mode", mode,
-		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
-		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
-		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", c.json, "--ready-timeout", "5m"}
-	args = append(append(args, extra...), t.c.benchArgs...)
-	c.cmd = exec.Command(t.c.cqlseq, args...)
+	c.cmd = exec.Command(t.c.cqlseq, t.benchArgs(ks, mode, ld, ackLog, c.json, extra)...)
 	c.cmd.Stdout, c.cmd.Stderr = f, f
 	// A child outlives no campaign: killed if the driver dies.
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -484,6 +479,17 @@ func (t *tort) startBench(ks, mode string, ld load, ackLog, tag string, extra ..
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// benchArgs are the arguments of a child bench: the campaign's, then
+// extra, then -bench-args (a repeated flag's last value wins, so they
+// override).
+func (t *tort) benchArgs(ks, mode string, ld load, ackLog, jsonFile string, extra []string) []string {
+	args := []string{"bench", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--mode", mode,
+		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
+		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
+		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m"}
+	return append(append(args, extra...), t.c.benchArgs...)
 }
 
 func (c *child) kill() {

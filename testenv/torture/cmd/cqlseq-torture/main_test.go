@@ -88,3 +88,11 @@ func TestConcatAcksDropsTornTails(t *testing.T) {
 	require.Equal(t, "# x\n0 1 1 1:1,2:1\n0 3 1 1:3,2:3\n", string(got))
 	require.Equal(t, 2, countAcks(out))
 }
+
+func TestBenchArgsPassThroughLast(t *testing.T) {
+	tt := &tort{c: config{hosts: "127.0.0.1:9042", timeout: 5 * time.Second, benchArgs: strings.Fields("--cql-health-policy=false --timeout 1s")}}
+	got := tt.benchArgs("ks", "fenced", load{partitions: 4, concurrency: 16, workspaces: 5000}, "a.log", "b.json", []string{"--payload", "101"})
+	s := strings.Join(got, " ")
+	require.True(t, strings.HasPrefix(s, "bench --store cql --hosts 127.0.0.1:9042 --keyspace ks --mode fenced --partitions 4 --workspaces 5000 --concurrency 16 "), s)
+	require.True(t, strings.HasSuffix(s, " --ready-timeout 5m --payload 101 --cql-health-policy=false --timeout 1s"), s)
+}
