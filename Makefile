@@ -9,6 +9,9 @@
 #                           it starts and stops (not part of make test: slow)
 #   make torture            the crash and fault campaign on a 3-node cluster it
 #                           starts and stops (TORTURE_ARGS adds flags)
+#   make gray-check         issue 22's gray-failure check (part of make test): a node
+#                           of a 3-node cluster SIGSTOPped 10 s under load (GRAY_ARGS),
+#                           then integration/grayfailure on the same cluster
 #   make lint               go vet + staticcheck (+ check-ops when promtool is on PATH)
 #   make check-ops          the alert rules (promtool check/test rules) and the
 #                           metric names of ops/ (rules, tests, dashboard)
@@ -37,7 +40,7 @@ IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 FUZZTIME     ?= 20s
 VOEDGER_FUZZTIME ?= 10s
 
-.PHONY: all build test test-unit test-integration test-cluster torture torture-short lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -64,20 +67,23 @@ test-unit:
 # set; otherwise it starts a Cassandra, runs the tests with it, and stops it
 # whatever the outcome (trap on EXIT, also on Ctrl-C). Packages run one at a
 # time (-p 1): several use real-time leases, and one starts a private node.
+# Then gray-check, on a 3-node cluster of its own (the single node is
+# stopped first).
 test-integration: $(LAUNCHER) cqlsh-venv
 	@set -euo pipefail; \
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
 	  echo "test-integration: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; \
 	  (cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
 	  $(MAKE) --no-print-directory torture-short HOSTS=$$CQLSEQ_CQL_HOSTS; \
-	else \
+	else ( \
 	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.test.$$$$.json; \
 	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
 	  hosts=$$($(LAUNCHER) up -state "$$state"); \
 	  echo "test-integration: Cassandra at $$hosts"; \
 	  (cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
 	  $(MAKE) --no-print-directory torture-short HOSTS=$$hosts; \
-	fi
+	) fi; \
+	$(MAKE) --no-print-directory gray-check
 
 # torture-short is the campaign's CI variant (about a minute): 20 client
 # SIGKILLs across every mode on HOSTS, no node faults.
@@ -107,19 +113,54 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 # (or uses CLUSTER_STATE_FILE, a running cluster's state), crash-safe (a
 # node's SIGKILL loses no schema change: without it a restarted node can
 # come back without the keyspaces created just before), runs every phase
-# and prints the table; it exits non-zero if a check fails. The cluster it
-# started is stopped whatever the outcome.
+# and prints the table (node_kill, node_pause and partition in fenced and
+# trust2 at 4x16, with the acks/s before and during each fault); it exits
+# non-zero if a check fails (a missed rate target only with
+# TORTURE_ARGS=-rate-targets). Whatever the outcome, also on Ctrl-C, the
+# campaign's iptables rules are removed, paused nodes resumed, and the
+# cluster it started is stopped.
 torture: $(LAUNCHER)
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
 	@set -euo pipefail; \
 	if [ -n "$${CLUSTER_STATE_FILE:-}" ]; then state=$$CLUSTER_STATE_FILE; \
+	  trap '$(BIN)/cqlseq-torture -cleanup -state '"$$state"' || true' EXIT; \
 	else \
 	  mkdir -p $(CACHE); state=$(CACHE)/cluster.torture.$$$$.json; \
-	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  trap '$(BIN)/cqlseq-torture -cleanup -state '"$$state"' 2>/dev/null || true; $(LAUNCHER) down -state '"$$state"' || true' EXIT; \
 	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -crash-safe -state "$$state" >/dev/null; \
 	fi; \
 	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" $(TORTURE_ARGS)
+
+# gray-check is issue 22's gray-failure check, run by make test (about 2
+# minutes with the cluster start): a 3-node cluster (or CLUSTER_STATE_FILE's),
+# a keyspace at RF 3 per mode (trust2, fenced), cqlseq bench at 4 partitions
+# x 16 clients, node 2 SIGSTOPped for 10 s after 15 s of load, 5 s more
+# load, then cqlseq verify --acks. It fails if an acknowledged command is
+# lost (any verify finding) or if fewer than 0.2 of the acks/s of the 10 s
+# before the pause are acknowledged during it, and prints the ratio.
+# GRAY_ARGS adds flags, e.g. GRAY_ARGS="-bench-args '--cql-health-policy=false'"
+# (the check must then fail). Then, on the same cluster, integration/grayfailure:
+# a late write from a resumed coordinator loses to a newer one, an owner keeps its
+# lease while each node in turn is paused, and the elections suite with a node
+# paused. The cluster is stopped whatever the outcome.
+gray-check: $(LAUNCHER)
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
+	@set -euo pipefail; \
+	if [ -n "$${CLUSTER_STATE_FILE:-}" ]; then state=$$CLUSTER_STATE_FILE; \
+	  trap '$(BIN)/cqlseq-torture -cleanup -state '"$$state"' || true' EXIT; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cluster.gray.$$$$.json; \
+	  trap '$(BIN)/cqlseq-torture -cleanup -state '"$$state"' 2>/dev/null || true; $(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  began=$$(date +%s); \
+	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -state "$$state" >/dev/null; \
+	  echo "gray-check: 3 nodes up in $$(( $$(date +%s) - began )) s"; \
+	fi; \
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" -gray $(GRAY_ARGS); \
+	hosts=$$($(LAUNCHER) status -state "$$state"); \
+	cd integration && CQLSEQ_CLUSTER_STATE=$$(realpath "$$state") CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSEQ_CQL_RF=3 \
+	  $(GO) test $(IT_FLAGS) ./grayfailure/
 
 lint: $(BIN)/staticcheck
 	$(GO) vet ./...

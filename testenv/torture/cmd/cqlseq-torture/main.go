@@ -2,43 +2,60 @@
 // real cqlseq processes (bench with --ack-log) and the nodes of a cluster
 // started by cassandra-launcher from outside, and after every phase runs
 // cqlseq verify --acks, which must find 0 lost acknowledged events, 0
-// duplicate and 0 regressed numbers. It prints one table row per phase and
-// exits 1 if any check fails.
+// duplicate and 0 regressed numbers. It prints one table row per phase (and
+// mode) and exits 1 if any check fails.
 //
 //	cqlseq-torture -cqlseq bin/cqlseq -state .cache/cluster.state.json
+//	cqlseq-torture -cqlseq bin/cqlseq -state ... -gray      # the CI gray-failure check
+//	cqlseq-torture -state ... -cleanup                      # remove its iptables rules, resume paused nodes
 //
-// Phases (node faults need -state; each can be skipped with its count 0):
+// Phases (-phases; node faults need -state; each can also be skipped with
+// its count 0):
 //
 //   - kills: SIGKILL a child bench at a random instant, -kills times in
 //     all, rotating through the modes (one keyspace per mode), each
 //     restarted on the same keyspace;
-//   - node-kill: SIGKILL one node under load and restart it;
-//   - node-pause: SIGSTOP one node longer than the request timeout, then
-//     SIGCONT;
-//   - quorum-loss: SIGKILL two of three nodes: no command may be
+//   - node_kill: SIGKILL one node under load and restart it;
+//   - node_pause: SIGSTOP one node for -pause, then SIGCONT;
+//   - quorum_loss: SIGKILL two of three nodes: no command may be
 //     acknowledged without a quorum, and commands carry on once they are
 //     back;
 //   - partition: cut node 3 from nodes 1 and 2 with iptables (its storage
 //     port only, so nothing else on loopback is touched), or SIGSTOP it
 //     when iptables does not work;
-//   - owners: in fenced mode, the owner is paused past the request timeout,
-//     a second owner takes the partitions over, the first is resumed and
-//     must be refused.
+//   - owners: in fenced mode, owner A is paused past the request timeout,
+//     owner B takes the partitions over, A is resumed; no event of A may be
+//     durable, and no command acknowledged by A, at or above B's first
+//     offset of a partition (A's and B's events are told apart by their
+//     payload sizes). -owners-mode trust2 runs both owners without fencing:
+//     the check must then fail;
+//   - gray (not in the default set; -gray runs it alone): the CI check of
+//     issue 22: one node SIGSTOPped for 10 s under load; it fails if an
+//     acknowledged command is lost or fewer than -gray-min of the rate
+//     before is acknowledged during the pause.
+//
+// node_kill, node_pause and partition run in every -fault-modes mode at
+// -fault-partitions x -fault-concurrency and measure the acknowledged
+// commands per second (sampling the ack log's line count every 250 ms) in
+// the 10 s before each fault, over the whole fault, and from 2 s after it
+// began. Their targets (issue 22) are reported in the table; a missed
+// target fails the run only with -rate-targets.
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,7 +63,11 @@ import (
 
 	"github.com/gocql/gocql"
 
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
+	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
 func main() {
@@ -57,20 +78,60 @@ func main() {
 }
 
 type config struct {
-	cqlseq     string
-	state      string
-	hosts      string
-	dir        string
-	modes      []string
-	kills      int
-	nodeFaults int
-	timeout    time.Duration
-	seed       uint64
-	heap       string
-	keep       bool
+	cqlseq      string
+	state       string
+	hosts       string
+	dir         string
+	modes       []string
+	phases      []string
+	kills       int
+	nodeFaults  int
+	timeout     time.Duration
+	seed        uint64
+	heap        string
+	keep        bool
+	benchArgs   []string
+	faultModes  []string
+	faultLoad   load
+	pause       time.Duration
+	cut         time.Duration
+	warmup      time.Duration
+	rateTargets bool
+	ownersMode  string
+	cleanup     bool
+	gray        grayConfig
 }
 
-type torture struct {
+// grayConfig is the gray-failure check's.
+type grayConfig struct {
+	modes []string
+	node  int
+	pause time.Duration
+	after time.Duration
+	min   float64
+}
+
+// load is the shape of a child bench's load.
+type load struct {
+	partitions, concurrency, workspaces int
+}
+
+// smallLoad is the load of the kills, quorum-loss and owners phases.
+var smallLoad = load{partitions: 2, concurrency: 4, workspaces: 40}
+
+// measure is how rates are taken around a fault: the 10 s before it, and
+// from 2 s after it began (issue 22).
+var measure = torture.Measure{Lead: 10 * time.Second, Settle: 2 * time.Second}
+
+// Targets of issue 22, as ratios to the rate before the fault.
+var (
+	degradedTargets = torture.Targets{During: 0.5, Late: 0.8} // node pause, partition
+	killTargets     = torture.Targets{During: 0.8, Late: 0.8} // node kill
+)
+
+const allPhases = "kills,node_kill,node_pause,quorum_loss,partition,owners"
+
+type tort struct {
 	c       config
 	rng     *rand.Rand
 	cluster *cassandra.Cluster
@@ -78,7 +139,8 @@ type torture struct {
 	rows    []row
 	ksBase  string
 	kss     []string // keyspaces created
-	failed  bool
+	failed  bool     // a check failed
+	missed  bool     // a rate target was missed
 	out     io.Writer
 }
 
@@ -94,30 +156,73 @@ type row struct {
 	recovery   time.Duration // the slowest recovery: from the fault's end to the next acknowledged command
 	note       string
 	verifyFail bool
+	// Phases that measure rates: one entry per fault, and the targets.
+	rates   []faultRates
+	targets torture.Targets
+}
+
+// faultRates are one fault's measured windows.
+type faultRates struct {
+	what  string // "node 2", "node 3 cut"
+	r     torture.FaultRates
+	err   error // the samples did not cover the windows
+	met   bool
+	fault torture.Fault
 }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("cqlseq-torture", flag.ContinueOnError)
 	var c config
-	var modes string
+	var modes, phases, benchArgs, faultModes, grayModes string
 	fs.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
 	fs.StringVar(&c.state, "state", "", "cassandra-launcher cluster state file (node faults need it)")
 	fs.StringVar(&c.hosts, "hosts", "", "CQL hosts (default: the cluster's)")
 	fs.StringVar(&c.dir, "dir", "", "directory for ack logs and child output (default: a temporary one, kept)")
 	fs.StringVar(&modes, "modes", "trust0,trust1,trust2,fenced", "modes of the kills phase")
+	fs.StringVar(&phases, "phases", allPhases, "phases to run, in this order: "+allPhases+",gray")
 	fs.IntVar(&c.kills, "kills", 100, "client SIGKILLs in the kills phase")
 	fs.IntVar(&c.nodeFaults, "node-faults", 5, "repetitions of each node fault")
-	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "the children's CQL request timeout")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "the children's CQL request timeout (bench --timeout)")
 	fs.Uint64Var(&c.seed, "seed", uint64(time.Now().UnixNano()), "seed of the random kill instants and nodes")
 	fs.StringVar(&c.heap, "heap", "512m", "heap of a restarted node")
 	fs.BoolVar(&c.keep, "keep", false, "keep the keyspaces when every check passed (they are always kept after a failure)")
+	fs.StringVar(&benchArgs, "bench-args", "", "extra arguments of every child bench, after the campaign's (so they override), e.g. '--cql-health-policy=false'")
+	fs.StringVar(&faultModes, "fault-modes", "fenced,trust2", "modes of the node_kill, node_pause and partition phases (each its own run)")
+	fs.IntVar(&c.faultLoad.partitions, "fault-partitions", 4, "partitions of the rate-measuring phases' bench (and gray)")
+	fs.IntVar(&c.faultLoad.concurrency, "fault-concurrency", 16, "clients per partition of the rate-measuring phases' bench (and gray)")
+	fs.IntVar(&c.faultLoad.workspaces, "fault-workspaces", 5000, "workspaces of the rate-measuring phases' bench (and gray)")
+	fs.DurationVar(&c.warmup, "warmup", 5*time.Second, "load after a rate-measuring bench's first ack before its 10 s lead to the first fault begins (partitions still actualizing)")
+	fs.DurationVar(&c.pause, "pause", 15*time.Second, "node_pause: how long a node stays SIGSTOPped")
+	fs.DurationVar(&c.cut, "cut", 15*time.Second, "partition: how long node 3 stays cut off")
+	fs.BoolVar(&c.rateTargets, "rate-targets", false, "exit non-zero when a rate target of node_kill, node_pause or partition is missed (always reported)")
+	fs.StringVar(&c.ownersMode, "owners-mode", "fenced", "owners: the mode of both owners (trust2 disables fencing: the check must then fail)")
+	fs.BoolVar(&c.cleanup, "cleanup", false, "only remove the iptables rules this campaign adds for the cluster of -state and resume its nodes (SIGCONT), then exit")
+	gray := fs.Bool("gray", false, "run only the gray-failure check (-phases gray)")
+	fs.StringVar(&grayModes, "gray-modes", "trust2,fenced", "gray: modes checked (each its own keyspace and bench)")
+	fs.IntVar(&c.gray.node, "gray-node", 2, "gray: the node paused")
+	fs.DurationVar(&c.gray.pause, "gray-pause", 10*time.Second, "gray: how long the node is paused")
+	fs.DurationVar(&c.gray.after, "gray-after", 5*time.Second, "gray: load after the node is resumed, before verify")
+	fs.Float64Var(&c.gray.min, "gray-min", 0.2, "gray: the least ratio of the rate during the pause to the rate in the 10 s before")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	c.modes = strings.Split(modes, ",")
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	c.modes = splitList(modes)
+	c.phases = splitList(phases)
+	if *gray {
+		c.phases = []string{"gray"}
+	}
+	c.benchArgs = strings.Fields(benchArgs)
+	c.faultModes = splitList(faultModes)
+	c.gray.modes = splitList(grayModes)
+	if err := c.validate(); err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	t := &torture{c: c, rng: rand.New(rand.NewPCG(c.seed, 1)), out: os.Stdout}
+	t := &tort{c: c, rng: rand.New(rand.NewPCG(c.seed, 1)), out: os.Stdout}
 	if c.state != "" {
 		cl, err := cassandra.ReadClusterState(c.state)
 		if err != nil {
@@ -129,6 +234,9 @@ func run(args []string) error {
 		if t.c.hosts == "" {
 			t.c.hosts = strings.Join(cl.Hosts(), ",")
 		}
+	}
+	if c.cleanup {
+		return t.cleanupCluster()
 	}
 	if t.c.hosts == "" {
 		t.c.hosts = os.Getenv("CQLSEQ_CQL_HOSTS")
@@ -145,15 +253,28 @@ func run(args []string) error {
 	} else if err := os.MkdirAll(t.c.dir, 0o755); err != nil {
 		return err
 	}
+	if t.cluster != nil {
+		// Rules left by a run that was killed outright (SIGKILL) would cut
+		// this run's node 3.
+		if n, err := removeTaggedRules(t.ruleTag()); err != nil {
+			t.logf("removing rules left by an earlier run: %v", err)
+		} else if n > 0 {
+			t.logf("removed %d iptables rules an earlier run left (%s)", n, t.ruleTag())
+		}
+	}
 	t.ksBase = fmt.Sprintf("torture_%x", t.rng.Uint32())
-	t.logf("seed %d, hosts %s, files in %s, keyspaces %s_*", c.seed, t.c.hosts, t.c.dir, t.ksBase)
-	err := t.phases(ctx)
+	t.logf("seed %d, hosts %s, files in %s, keyspaces %s_*, phases %s, bench args %q", c.seed, t.c.hosts, t.c.dir, t.ksBase,
+		strings.Join(c.phases, ","), c.benchArgs)
+	err := t.runPhases(ctx)
 	t.printTable()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w (keyspaces %s_* and %s kept)", err, t.ksBase, t.c.dir)
 	}
-	if t.failed {
+	switch {
+	case t.failed:
 		return fmt.Errorf("a check failed (see the table; keyspaces %s_* and %s kept)", t.ksBase, t.c.dir)
+	case t.missed && t.c.rateTargets:
+		return fmt.Errorf("a rate target was missed (see the table; -rate-targets); files in %s", t.c.dir)
 	}
 	if !t.c.keep {
 		// Every check passed; a keyspace left behind (a cluster still
@@ -165,8 +286,63 @@ func run(args []string) error {
 	return nil
 }
 
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// validate reports every bad flag at once.
+func (c *config) validate() error {
+	var errs []error
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf(f, a...)) }
+	known := strings.Split(allPhases+",gray", ",")
+	for _, p := range c.phases {
+		if !slices.Contains(known, p) {
+			bad("-phases: unknown phase %q (want some of %s)", p, strings.Join(known, ","))
+		}
+	}
+	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}} {
+		for _, m := range list {
+			if _, err := plog.ParseMode(m); err != nil {
+				bad("%v", err)
+			}
+		}
+	}
+	if len(c.faultModes) == 0 {
+		bad("-fault-modes: none given")
+	}
+	if len(c.gray.modes) == 0 {
+		bad("-gray-modes: none given")
+	}
+	if c.faultLoad.partitions < 1 || c.faultLoad.concurrency < 1 || c.faultLoad.workspaces < c.faultLoad.partitions {
+		bad("-fault-partitions %d, -fault-concurrency %d, -fault-workspaces %d: want >= 1, >= 1 and >= the partitions",
+			c.faultLoad.partitions, c.faultLoad.concurrency, c.faultLoad.workspaces)
+	}
+	if c.gray.node < 1 || c.gray.node > 3 {
+		bad("-gray-node %d: want 1..3", c.gray.node)
+	}
+	if c.pause <= 0 || c.cut <= 0 || c.gray.pause <= measure.Settle || c.gray.after < 0 {
+		bad("-pause %v, -cut %v, -gray-pause %v, -gray-after %v: want > 0, > 0, > %v, >= 0", c.pause, c.cut, c.gray.pause, c.gray.after, measure.Settle)
+	}
+	if !(c.gray.min >= 0 && c.gray.min <= 1) {
+		bad("-gray-min %v: want 0..1", c.gray.min)
+	}
+	if c.warmup < 0 {
+		bad("-warmup %v: want >= 0", c.warmup)
+	}
+	if c.kills < 0 || c.nodeFaults < 0 {
+		bad("-kills %d, -node-faults %d: want >= 0", c.kills, c.nodeFaults)
+	}
+	return errors.Join(errs...)
+}
+
 // dropKeyspaces drops the keyspaces the run created.
-func (t *torture) dropKeyspaces(ctx context.Context) error {
+func (t *tort) dropKeyspaces(ctx context.Context) error {
 	c := gocql.NewCluster(strings.Split(t.c.hosts, ",")...)
 	c.Timeout = time.Minute
 	c.DisableInitialHostLookup = len(strings.Split(t.c.hosts, ",")) == 1
@@ -184,31 +360,67 @@ func (t *torture) dropKeyspaces(ctx context.Context) error {
 	return nil
 }
 
-func (t *torture) logf(format string, a ...any) {
+func (t *tort) logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s torture: "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
 }
 
-func (t *torture) rf() int {
+func (t *tort) rf() int {
 	if t.cluster == nil {
 		return 1
 	}
 	return min(3, len(t.cluster.Nodes))
 }
 
-func (t *torture) phases(ctx context.Context) error {
-	if t.c.kills > 0 {
-		if err := t.kills(ctx); err != nil {
+func (t *tort) runPhases(ctx context.Context) error {
+	for _, p := range t.c.phases {
+		if p == "kills" {
+			if t.c.kills == 0 {
+				continue
+			}
+			if err := t.kills(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if p != "gray" && t.c.nodeFaults == 0 {
+			continue
+		}
+		if t.cluster == nil {
+			t.logf("%s: skipped (node faults need -state)", p)
+			continue
+		}
+		if len(t.cluster.Nodes) < 3 {
+			return fmt.Errorf("%s needs 3 nodes, the cluster has %d", p, len(t.cluster.Nodes))
+		}
+		if p == "gray" {
+			if err := t.grayCheck(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		switch p {
+		case "node_kill":
+			err = t.forFaultModes(ctx, t.nodeKill)
+		case "node_pause":
+			err = t.forFaultModes(ctx, t.nodePause)
+		case "partition":
+			err = t.forFaultModes(ctx, t.partition)
+		case "quorum_loss":
+			err = t.quorumLoss(ctx)
+		case "owners":
+			err = t.owners(ctx)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if t.cluster == nil || t.c.nodeFaults == 0 {
-		return nil
-	}
-	if len(t.cluster.Nodes) < 3 {
-		return fmt.Errorf("node faults need 3 nodes, the cluster has %d", len(t.cluster.Nodes))
-	}
-	for _, p := range []func(context.Context) error{t.nodeKill, t.nodePause, t.quorumLoss, t.partition, t.owners} {
-		if err := p(ctx); err != nil {
+	return nil
+}
+
+func (t *tort) forFaultModes(ctx context.Context, phase func(ctx context.Context, mode string) error) error {
+	for _, m := range t.c.faultModes {
+		if err := phase(ctx, m); err != nil {
 			return err
 		}
 	}
@@ -216,7 +428,7 @@ func (t *torture) phases(ctx context.Context) error {
 }
 
 // keyspace returns (creating it on first use) the keyspace of name.
-func (t *torture) keyspace(ctx context.Context, name string) (string, error) {
+func (t *tort) keyspace(ctx context.Context, name string) (string, error) {
 	ks := t.ksBase + "_" + name
 	repl := fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", t.rf())
 	out, err := t.cqlseqOut(ctx, "migrate", "--hosts", t.c.hosts, "--keyspace", ks, "--replication", repl, "--timeout", "30s")
@@ -227,7 +439,7 @@ func (t *torture) keyspace(ctx context.Context, name string) (string, error) {
 	return ks, nil
 }
 
-func (t *torture) cqlseqOut(ctx context.Context, args ...string) (string, error) {
+func (t *tort) cqlseqOut(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, t.c.cqlseq, args...)
 	b, err := cmd.CombinedOutput()
 	return string(b), err
@@ -243,21 +455,20 @@ type child struct {
 	out    string
 }
 
-const partitions = 2
-
-// startBench starts cqlseq bench on ks in mode, appending to ackLog, for an
-// hour (it is killed or interrupted long before).
-func (t *torture) startBench(ks, mode, ackLog, tag string) (*child, error) {
+// startBench starts cqlseq bench on ks in mode with load ld, appending to
+// ackLog, for an hour (it is killed or interrupted long before). extra
+// come before -bench-args.
+func (t *tort) startBench(ks, mode string, ld load, ackLog, tag string, extra ...string) (*child, error) {
 	c := &child{ackLog: ackLog, json: filepath.Join(t.c.dir, tag+".json"), out: filepath.Join(t.c.dir, tag+".out"), done: make(chan struct{})}
 	_ = os.Remove(c.json)
 	f, err := os.Create(c.out)
 	if err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(t.c.cqlseq, "bench", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--mode", mode,
-		"--partitions", strconv.Itoa(partitions), "--workspaces", "40", "--concurrency", "4", "--duration", "1h",
-		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", c.json, "--ready-timeout", "5m")
+	c.cmd = exec.Command(t.c.cqlseq, t.benchArgs(ks, mode, ld, ackLog, c.json, extra)...)
 	c.cmd.Stdout, c.cmd.Stderr = f, f
+	// A child outlives no campaign: killed if the driver dies.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -270,9 +481,29 @@ func (t *torture) startBench(ks, mode, ackLog, tag string) (*child, error) {
 	return c, nil
 }
 
+// benchArgs are the arguments of a child bench: the campaign's, then
+// extra, then -bench-args (a repeated flag's last value wins, so they
+// override).
+func (t *tort) benchArgs(ks, mode string, ld load, ackLog, jsonFile string, extra []string) []string {
+	args := []string{"bench", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--mode", mode,
+		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
+		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
+		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m"}
+	return append(append(args, extra...), t.c.benchArgs...)
+}
+
 func (c *child) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	<-c.done
+}
+
+// stop kills the child unless it has ended.
+func (c *child) stop() {
+	select {
+	case <-c.done:
+	default:
+		c.kill()
+	}
 }
 
 // interrupt stops the child as Ctrl-C would (it writes its report) and
@@ -310,19 +541,12 @@ func busyFailed(b []byte) string {
 	return num("rejections") + "/" + num("errors")
 }
 
-// countAcks counts the complete acknowledgement lines of path.
+// countAcks counts the complete acknowledgement lines of path (0 if it
+// cannot be read).
 func countAcks(path string) int {
-	f, err := os.Open(path)
+	n, err := torture.NewLineCounter(path).Count()
 	if err != nil {
 		return 0
-	}
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if l := sc.Text(); l != "" && l[0] != '#' {
-			n++
-		}
 	}
 	return n
 }
@@ -331,37 +555,63 @@ func countAcks(path string) int {
 // how long that took, or an error after limit.
 func waitAcks(ctx context.Context, path string, n int, limit time.Duration) (time.Duration, error) {
 	began := time.Now()
-	for countAcks(path) <= n {
-		if time.Since(began) > limit {
-			return 0, fmt.Errorf("no acknowledged command within %v (%s has %d)", limit, path, countAcks(path))
+	c := torture.NewLineCounter(path)
+	for {
+		got, err := c.Count()
+		if err != nil {
+			return 0, err
 		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		if got > n {
+			return time.Since(began), nil
+		}
+		if time.Since(began) > limit {
+			return 0, fmt.Errorf("no acknowledged command within %v (%s has %d)", limit, path, got)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return 0, err
 		}
 	}
-	return time.Since(began), nil
 }
 
-// verify runs cqlseq verify --acks on ks and fills r's counts.
-func (t *torture) verify(ctx context.Context, ks, ackLog string, r *row) error {
-	parts := make([]string, partitions)
-	for i := range parts {
-		parts[i] = strconv.Itoa(i)
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// verify runs cqlseq verify --acks on ks (partitions 0..parts-1) and fills
+// r's counts from its JSON report.
+func (t *tort) verify(ctx context.Context, ks, ackLog string, parts int, r *row) error {
+	ps := make([]string, parts)
+	for i := range ps {
+		ps[i] = strconv.Itoa(i)
 	}
 	jf := filepath.Join(t.c.dir, "verify-"+ks+".json")
+	_ = os.Remove(jf)
 	out, err := t.cqlseqOut(ctx, "verify", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--timeout", "30s",
-		"--partition", strings.Join(parts, ","), "--acks", ackLog, "--json", jf)
+		"--partition", strings.Join(ps, ","), "--acks", ackLog, "--json", jf)
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		return fmt.Errorf("verify %s: %w\n%s", ks, err, out)
 	}
-	lost, dups, regs, ok := verdict(out)
-	r.lost += lost
-	r.dups += dups
-	r.regs += regs
-	if err != nil || !ok {
+	b, jerr := os.ReadFile(jf)
+	if jerr != nil {
+		return fmt.Errorf("verify %s wrote no report (%v): %v\n%s", ks, err, jerr, out)
+	}
+	v, perr := torture.ParseVerdict(b)
+	if perr != nil {
+		return fmt.Errorf("verify %s: %w", ks, perr)
+	}
+	r.lost += v.Lost
+	r.dups += v.Duplicates
+	r.regs += v.Regressions
+	if err != nil || !v.OK {
 		r.verifyFail = true
 		t.failed = true
 		t.logf("verify %s FAILED:\n%s", ks, out)
@@ -371,28 +621,6 @@ func (t *torture) verify(ctx context.Context, ks, ackLog string, r *row) error {
 	return nil
 }
 
-// verdict reads verify's ack line: "..., N lost, N duplicates, N
-// regressions" and the scan's duplicate/backwards/regression findings.
-func verdict(out string) (lost, dups, regs uint64, ok bool) {
-	ok = strings.Contains(out, "OK, 0 lost, 0 duplicates, 0 regressions") && !strings.Contains(out, "FAILED")
-	for _, l := range strings.Split(out, "\n") {
-		if i := strings.Index(l, ": FAILED, "); i >= 0 && strings.Contains(l, " lost, ") {
-			var a, b, c uint64
-			if _, err := fmt.Sscanf(l[i+len(": FAILED, "):], "%d lost, %d duplicates, %d regressions", &a, &b, &c); err == nil {
-				lost, dups, regs = lost+a, dups+b, regs+c
-			}
-		}
-		// The scan's findings (numbers in the PLog itself).
-		if strings.HasPrefix(strings.TrimSpace(l), "duplicate:") || strings.HasPrefix(strings.TrimSpace(l), "backwards:") {
-			dups++
-		}
-		if strings.HasPrefix(strings.TrimSpace(l), "regression:") {
-			regs++
-		}
-	}
-	return lost, dups, regs, ok
-}
-
 func lastLine(s string) string {
 	ls := strings.Split(strings.TrimSpace(s), "\n")
 	return ls[len(ls)-1]
@@ -400,7 +628,7 @@ func lastLine(s string) string {
 
 // kills SIGKILLs child benches at random instants, rotating through the
 // modes, then verifies each mode's keyspace.
-func (t *torture) kills(ctx context.Context) error {
+func (t *tort) kills(ctx context.Context) error {
 	r := row{phase: "client SIGKILL", failed: "n/a (killed)"}
 	kss := map[string]string{}
 	for _, m := range t.c.modes {
@@ -413,7 +641,7 @@ func (t *torture) kills(ctx context.Context) error {
 	for i := range t.c.kills {
 		m := t.c.modes[i%len(t.c.modes)]
 		ack := filepath.Join(t.c.dir, "acks-"+m+".log")
-		c, err := t.startBench(kss[m], m, ack, fmt.Sprintf("kill-%03d-%s", i, m))
+		c, err := t.startBench(kss[m], m, smallLoad, ack, fmt.Sprintf("kill-%03d-%s", i, m))
 		if err != nil {
 			return err
 		}
@@ -441,7 +669,7 @@ func (t *torture) kills(ctx context.Context) error {
 		ack := filepath.Join(t.c.dir, "acks-"+m+".log")
 		n := countAcks(ack)
 		began := time.Now()
-		c, err := t.startBench(kss[m], m, ack, "kill-recovery-"+m)
+		c, err := t.startBench(kss[m], m, smallLoad, ack, "kill-recovery-"+m)
 		if err != nil {
 			return err
 		}
@@ -452,7 +680,7 @@ func (t *torture) kills(ctx context.Context) error {
 			return fmt.Errorf("mode %s after the kills: %w", m, werr)
 		}
 		r.acked += countAcks(ack)
-		if err := t.verify(ctx, kss[m], ack, &r); err != nil {
+		if err := t.verify(ctx, kss[m], ack, smallLoad.partitions, &r); err != nil {
 			return err
 		}
 	}
@@ -463,23 +691,17 @@ func (t *torture) kills(ctx context.Context) error {
 
 // underLoad runs fault n times while a child bench in mode runs on the
 // phase's own keyspace, then interrupts the child and verifies.
-func (t *torture) underLoad(ctx context.Context, name, mode string, n int, fault func(ctx context.Context, i int, ack string, r *row) error) error {
+func (t *tort) underLoad(ctx context.Context, name, mode string, n int, fault func(ctx context.Context, i int, ack string, r *row) error) error {
 	ks, err := t.keyspace(ctx, name)
 	if err != nil {
 		return err
 	}
 	ack := filepath.Join(t.c.dir, "acks-"+name+".log")
-	c, err := t.startBench(ks, mode, ack, name)
+	c, err := t.startBench(ks, mode, smallLoad, ack, name)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		select {
-		case <-c.done:
-		default:
-			c.kill()
-		}
-	}()
+	defer c.stop()
 	r := row{phase: name}
 	if _, err := waitAcks(ctx, ack, 0, 5*time.Minute); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
@@ -498,11 +720,143 @@ func (t *torture) underLoad(ctx context.Context, name, mode string, n int, fault
 	}
 	r.failed = c.interrupt()
 	r.acked = countAcks(ack)
-	if err := t.verify(ctx, ks, ack, &r); err != nil {
+	if err := t.verify(ctx, ks, ack, smallLoad.partitions, &r); err != nil {
 		return err
 	}
 	t.rows = append(t.rows, r)
 	return nil
+}
+
+// injector injects fault number i and returns when it began and ended and
+// what it hit ("node 2"). It undoes the fault before returning, also on
+// an error.
+type injector func(ctx context.Context, i int) (torture.Fault, string, error)
+
+// rated runs a rate-measuring phase in mode: a bench at -fault-partitions x
+// -fault-concurrency on the phase's own keyspace, its ack log sampled
+// every 250 ms; n faults, each after at least measure.Lead of load since
+// the bench's first ack (plus -warmup) or the previous fault's recovery; then the bench
+// is interrupted and its acks verified.
+func (t *tort) rated(ctx context.Context, name, mode string, n int, targets torture.Targets, inject injector) (*row, error) {
+	tag := name + "_" + mode
+	ks, err := t.keyspace(ctx, tag)
+	if err != nil {
+		return nil, err
+	}
+	ack := filepath.Join(t.c.dir, "acks-"+tag+".log")
+	ld := t.c.faultLoad
+	c, err := t.startBench(ks, mode, ld, ack, tag)
+	if err != nil {
+		return nil, err
+	}
+	defer c.stop()
+	smp, err := torture.StartSampler(ctx, ack, torture.DefaultSampleInterval)
+	if err != nil {
+		return nil, err
+	}
+	defer smp.Stop()
+	r := &row{phase: fmt.Sprintf("%s (%s, %dx%d)", name, mode, ld.partitions, ld.concurrency), targets: targets}
+	steady, err := t.firstAck(ctx, c, smp, 5*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tag, err)
+	}
+	steady = steady.Add(t.c.warmup)
+	for i := range n {
+		if err := sleep(ctx, time.Until(steady.Add(measure.Lead))); err != nil {
+			return nil, err
+		}
+		f, what, err := inject(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("%s #%d: %w", tag, i+1, err)
+		}
+		r.faults++
+		// Recovery: the first ack after the fault ended.
+		if steady, err = t.ackAfter(ctx, c, smp, f.Ended, 3*time.Minute); err != nil {
+			return nil, fmt.Errorf("%s #%d: %w", tag, i+1, err)
+		}
+		r.recovery = max(r.recovery, steady.Sub(f.Ended))
+		fr := t.rates(smp, f, what, targets)
+		r.rates = append(r.rates, fr)
+		t.logf("%s #%d (%s): %s", tag, i+1, what, fr.describe())
+	}
+	r.failed = c.interrupt()
+	smp.Stop()
+	r.acked = countAcks(ack)
+	if err := t.verify(ctx, ks, ack, ld.partitions, r); err != nil {
+		return nil, err
+	}
+	t.rows = append(t.rows, *r)
+	if !r.targetsMet() {
+		t.missed = true
+	}
+	return &t.rows[len(t.rows)-1], nil
+}
+
+// rates measures the windows around f from smp's samples.
+func (t *tort) rates(smp *torture.Sampler, f torture.Fault, what string, targets torture.Targets) faultRates {
+	samples, serr := smp.Samples()
+	fr := faultRates{what: what, fault: f}
+	fr.r, fr.err = measure.Rates(samples, f)
+	if fr.err == nil && serr != nil {
+		fr.err = serr
+	}
+	fr.met = fr.err == nil && targets.Met(fr.r)
+	return fr
+}
+
+func (fr faultRates) describe() string {
+	if fr.err != nil {
+		return "rates not measured: " + fr.err.Error()
+	}
+	met := "targets met"
+	if !fr.met {
+		met = "TARGET MISSED"
+	}
+	return fmt.Sprintf("%.0f acks/s before, %.0f during %.1f s (ratio %.2f), %.0f from +%v (ratio %.2f): %s",
+		fr.r.Before.Rate(), fr.r.During.Rate(), fr.r.During.Span.Seconds(), fr.r.RatioDuring(),
+		fr.r.Late.Rate(), measure.Settle, fr.r.RatioLate(), met)
+}
+
+// firstAck waits for the child's first ack and returns when the sampler saw it.
+func (t *tort) firstAck(ctx context.Context, c *child, smp *torture.Sampler, limit time.Duration) (time.Time, error) {
+	return t.ackAfter(ctx, c, smp, time.Time{}, limit)
+}
+
+// ackAfter waits until a sample taken after `after` counts more acks than
+// the last sample at or before it, and returns that sample's time.
+func (t *tort) ackAfter(ctx context.Context, c *child, smp *torture.Sampler, after time.Time, limit time.Duration) (time.Time, error) {
+	began := time.Now()
+	for {
+		samples, err := smp.Samples()
+		if err != nil {
+			return time.Time{}, err
+		}
+		base := -1
+		for _, s := range samples {
+			if !s.At.After(after) {
+				base = s.Acks
+				continue
+			}
+			if base < 0 {
+				base = 0
+			}
+			if s.Acks > base {
+				return s.At, nil
+			}
+		}
+		if time.Since(began) > limit {
+			return time.Time{}, fmt.Errorf("no acknowledged command within %v (%s)", limit, c.ackLog)
+		}
+		select {
+		case <-c.done:
+			b, _ := os.ReadFile(c.out)
+			return time.Time{}, fmt.Errorf("the bench ended: %v\n%s", c.err, b)
+		default:
+		}
+		if err := sleep(ctx, torture.DefaultSampleInterval); err != nil {
+			return time.Time{}, err
+		}
+	}
 }
 
 // recovered waits for the next acknowledgement after a fault ended and
@@ -516,38 +870,64 @@ func recovered(ctx context.Context, ack string, r *row) error {
 	return nil
 }
 
-func (t *torture) nodeKill(ctx context.Context) error {
-	return t.underLoad(ctx, "node_kill", "trust2", t.c.nodeFaults, func(ctx context.Context, i int, ack string, r *row) error {
+func (t *tort) nodeKill(ctx context.Context, mode string) error {
+	_, err := t.rated(ctx, "node_kill", mode, t.c.nodeFaults, killTargets, func(ctx context.Context, i int) (torture.Fault, string, error) {
 		node := 1 + t.rng.IntN(3)
-		t.logf("node_kill #%d: SIGKILL node %d, down 5 s, restart", i+1, node)
-		if err := cassandra.RestartNode(ctx, t.cluster, node, t.opts, 5*time.Second); err != nil {
-			return err
+		t.logf("node_kill %s #%d: SIGKILL node %d, down 5 s, restart", mode, i+1, node)
+		f := torture.Fault{Began: time.Now()}
+		if err := t.restartNode(ctx, node, 5*time.Second); err != nil {
+			return f, "", err
 		}
-		t.saveState()
-		return recovered(ctx, ack, r)
+		f.Ended = time.Now()
+		return f, fmt.Sprintf("node %d", node), nil
 	})
+	return err
 }
 
-func (t *torture) nodePause(ctx context.Context) error {
-	pause := t.c.timeout + 3*time.Second
-	return t.underLoad(ctx, "node_pause", "trust2", t.c.nodeFaults, func(ctx context.Context, i int, ack string, r *row) error {
+// restartNode SIGKILLs node i and starts it again after down, saving the
+// state file at once (so that cluster-down stops the new process even if
+// waiting for the ring then fails or is interrupted), then waits until
+// every node is up and normal.
+func (t *tort) restartNode(ctx context.Context, i int, down time.Duration) error {
+	inst, err := t.cluster.Node(i)
+	if err != nil {
+		return err
+	}
+	err = cassandra.Restart(ctx, inst, t.opts, down)
+	t.saveState()
+	if err != nil {
+		return err
+	}
+	return cassandra.WaitRing(ctx, t.cluster, t.opts.StartTimeout)
+}
+
+// pauseNode SIGSTOPs node for d (or until ctx is done) and always resumes
+// it before returning.
+func (t *tort) pauseNode(ctx context.Context, node int, d time.Duration) (torture.Fault, error) {
+	f := torture.Fault{Began: time.Now()}
+	if err := cassandra.PauseNode(t.cluster, node); err != nil {
+		return f, err
+	}
+	serr := sleep(ctx, d)
+	rerr := cassandra.ResumeNode(t.cluster, node)
+	f.Ended = time.Now()
+	return f, errors.Join(serr, rerr)
+}
+
+func (t *tort) nodePause(ctx context.Context, mode string) error {
+	_, err := t.rated(ctx, "node_pause", mode, t.c.nodeFaults, degradedTargets, func(ctx context.Context, i int) (torture.Fault, string, error) {
 		node := 1 + t.rng.IntN(3)
-		t.logf("node_pause #%d: SIGSTOP node %d for %v", i+1, node, pause)
-		if err := cassandra.PauseNode(t.cluster, node); err != nil {
-			return err
-		}
-		time.Sleep(pause)
-		if err := cassandra.ResumeNode(t.cluster, node); err != nil {
-			return err
-		}
-		return recovered(ctx, ack, r)
+		t.logf("node_pause %s #%d: SIGSTOP node %d for %v", mode, i+1, node, t.c.pause)
+		f, err := t.pauseNode(ctx, node, t.c.pause)
+		return f, fmt.Sprintf("node %d", node), err
 	})
+	return err
 }
 
 // quorumLoss kills two of the three nodes: after the commands in flight
 // have ended (the request timeout), no command may be acknowledged until
 // they are back.
-func (t *torture) quorumLoss(ctx context.Context) error {
+func (t *tort) quorumLoss(ctx context.Context) error {
 	err := t.underLoad(ctx, "quorum_loss", "trust2", t.c.nodeFaults, func(ctx context.Context, i int, ack string, r *row) error {
 		keep := 1 + t.rng.IntN(3)
 		var down []int
@@ -562,19 +942,24 @@ func (t *torture) quorumLoss(ctx context.Context) error {
 				return err
 			}
 		}
-		time.Sleep(t.c.timeout + 2*time.Second) // commands in flight end
+		if err := sleep(ctx, t.c.timeout+2*time.Second); err != nil { // commands in flight end
+			return err
+		}
 		before := countAcks(ack)
-		time.Sleep(10 * time.Second)
+		if err := sleep(ctx, 10*time.Second); err != nil {
+			return err
+		}
 		if got := countAcks(ack) - before; got > 0 {
 			t.failed = true
 			r.note = fmt.Sprintf("%d commands acknowledged without a quorum", got)
 			t.logf("quorum_loss: FAILED: %s", r.note)
 		}
 		for _, n := range down {
-			if err := cassandra.Restart(ctx, t.cluster.Nodes[n-1], t.opts, 0); err != nil {
+			err := cassandra.Restart(ctx, t.cluster.Nodes[n-1], t.opts, 0)
+			t.saveState()
+			if err != nil {
 				return err
 			}
-			t.saveState()
 		}
 		if err := cassandra.WaitRing(ctx, t.cluster, t.opts.StartTimeout); err != nil {
 			return err
@@ -589,7 +974,10 @@ func (t *torture) quorumLoss(ctx context.Context) error {
 
 // saveState rewrites the launcher's state file after a restart changed a
 // node's pid, so that cluster-down stops the new processes.
-func (t *torture) saveState() {
+func (t *tort) saveState() {
+	if t.c.state == "" {
+		return
+	}
 	if err := cassandra.WriteClusterState(t.c.state, t.cluster); err != nil {
 		t.logf("saving %s: %v", t.c.state, err)
 	}
@@ -597,53 +985,46 @@ func (t *torture) saveState() {
 
 // partition cuts node 3 from nodes 1 and 2 on the cluster's storage port
 // with iptables, or pauses it when iptables does not work.
-func (t *torture) partition(ctx context.Context) error {
+func (t *tort) partition(ctx context.Context, mode string) error {
 	port := storagePort(t.cluster.Nodes[2].Dir)
-	rules := partitionRules(port)
+	rules := partitionRules(port, t.ruleTag())
 	useIPT := port > 0 && iptablesWorks()
 	if !useIPT {
 		t.logf("partition: iptables does not work here; SIGSTOP of node 3 stands in for the partition")
 	}
-	err := t.underLoad(ctx, "partition", "trust2", t.c.nodeFaults, func(ctx context.Context, i int, ack string, r *row) error {
+	r, err := t.rated(ctx, "partition", mode, t.c.nodeFaults, degradedTargets, func(ctx context.Context, i int) (torture.Fault, string, error) {
 		if !useIPT {
-			if err := cassandra.PauseNode(t.cluster, 3); err != nil {
-				return err
-			}
-			time.Sleep(15 * time.Second)
-			if err := cassandra.ResumeNode(t.cluster, 3); err != nil {
-				return err
-			}
-			return recovered(ctx, ack, r)
+			f, err := t.pauseNode(ctx, 3, t.c.cut)
+			return f, "node 3 paused", err
 		}
-		t.logf("partition #%d: node 3 cut from nodes 1 and 2 (storage port %d) for 15 s", i+1, port)
+		t.logf("partition %s #%d: node 3 cut from nodes 1 and 2 (storage port %d) for %v", mode, i+1, port, t.c.cut)
+		f := torture.Fault{Began: time.Now()}
 		added, err := addRules(rules)
-		defer func() {
-			if derr := deleteRules(added); derr != nil {
-				t.logf("partition: REMOVING RULES FAILED: %v", derr)
-			}
-		}()
-		if err != nil {
-			return err
+		if err == nil {
+			err = sleep(ctx, t.c.cut)
 		}
-		select {
-		case <-time.After(15 * time.Second):
-		case <-ctx.Done():
-			return ctx.Err()
+		if derr := deleteRules(added); derr != nil {
+			t.logf("partition: REMOVING RULES FAILED: %v", derr)
+			err = errors.Join(err, derr)
 		}
-		if err := deleteRules(added); err != nil {
-			return err
-		}
-		added = nil
-		return recovered(ctx, ack, r)
+		f.Ended = time.Now()
+		return f, "node 3 cut", err
 	})
-	if err == nil && len(t.rows) > 0 {
+	if err == nil {
 		if useIPT {
-			t.rows[len(t.rows)-1].note = "iptables DROP between node 3 and nodes 1, 2 (storage port), 15 s"
+			r.note = fmt.Sprintf("iptables DROP between node 3 and nodes 1, 2 (storage port), %v", t.c.cut)
 		} else {
-			t.rows[len(t.rows)-1].note = "iptables unusable: node 3 SIGSTOPped 15 s instead"
+			r.note = fmt.Sprintf("iptables unusable: node 3 SIGSTOPped %v instead", t.c.cut)
 		}
 	}
 	return err
+}
+
+// ruleTag is the comment of this cluster's iptables rules: the campaign's
+// name and node 3's storage port, so that a cleanup removes these rules
+// and never another cluster's.
+func (t *tort) ruleTag() string {
+	return fmt.Sprintf("cqlseq-torture:%d", storagePort(t.cluster.Nodes[2].Dir))
 }
 
 func storagePort(dir string) int {
@@ -661,13 +1042,14 @@ func storagePort(dir string) int {
 }
 
 // partitionRules are the iptables rule specs (after -A/-D INPUT) that cut
-// 127.0.0.3 from 127.0.0.1 and 127.0.0.2 on the storage port, both ways.
-func partitionRules(port int) [][]string {
+// 127.0.0.3 from 127.0.0.1 and 127.0.0.2 on the storage port, both ways,
+// each carrying the comment tag (no spaces).
+func partitionRules(port int, tag string) [][]string {
 	var rs [][]string
 	for _, other := range []string{"127.0.0.1", "127.0.0.2"} {
 		for _, dir := range [][2]string{{"127.0.0.3", other}, {other, "127.0.0.3"}} {
 			rs = append(rs, []string{"-s", dir[0], "-d", dir[1], "-p", "tcp", "--dport", strconv.Itoa(port),
-				"-m", "comment", "--comment", "cqlseq-torture", "-j", "DROP"})
+				"-m", "comment", "--comment", tag, "-j", "DROP"})
 		}
 	}
 	return rs
@@ -702,51 +1084,135 @@ func deleteRules(rules [][]string) error {
 	return errors.Join(errs...)
 }
 
-// owners: fenced owner A is paused longer than the request timeout; owner
-// B opens the same partitions (a new epoch fences A off) and runs; A is
-// resumed and must be refused, never acknowledging over B.
-func (t *torture) owners(ctx context.Context) error {
+// taggedRules returns the INPUT rules of `iptables -S INPUT` output that
+// carry exactly the comment tag, as rule specs for -D.
+func taggedRules(listing, tag string) [][]string {
+	var rs [][]string
+	for _, l := range strings.Split(listing, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 3 || f[0] != "-A" || f[1] != "INPUT" {
+			continue
+		}
+		for i := 2; i+1 < len(f); i++ {
+			if f[i] == "--comment" && strings.Trim(f[i+1], `"`) == tag {
+				f[i+1] = tag // -D takes it unquoted
+				rs = append(rs, f[2:])
+				break
+			}
+		}
+	}
+	return rs
+}
+
+// removeTaggedRules deletes every INPUT rule carrying tag and returns how
+// many it deleted. Without a working iptables there is nothing to remove.
+func removeTaggedRules(tag string) (int, error) {
+	if !iptablesWorks() {
+		return 0, nil
+	}
+	out, err := exec.Command("iptables", "-w", "-S", "INPUT").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("iptables -S INPUT: %v: %s", err, out)
+	}
+	rs := taggedRules(string(out), tag)
+	return len(rs), deleteRules(rs)
+}
+
+// cleanupCluster undoes what an interrupted or killed campaign may have
+// left on the cluster of -state: its iptables rules and paused nodes.
+func (t *tort) cleanupCluster() error {
+	if t.cluster == nil {
+		return errors.New("-cleanup needs -state")
+	}
+	var errs []error
+	if len(t.cluster.Nodes) >= 3 {
+		n, err := removeTaggedRules(t.ruleTag())
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if n > 0 {
+			t.logf("cleanup: removed %d iptables rules (%s)", n, t.ruleTag())
+		}
+	}
+	for i := range t.cluster.Nodes {
+		if inst := t.cluster.Nodes[i]; inst.Running() {
+			if err := cassandra.ResumeNode(t.cluster, i+1); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ownerPayload is the payload size of round i's owner A (even) and B
+// (odd): the PLog's events tell who wrote them.
+func ownerPayload(i int, b bool) int {
+	if b {
+		return 101 + 2*i
+	}
+	return 100 + 2*i
+}
+
+// ownerOf tells round i's owners' events apart by payload size.
+func ownerOf(i, payload int) torture.Owner {
+	switch payload {
+	case ownerPayload(i, false):
+		return torture.OwnerA
+	case ownerPayload(i, true):
+		return torture.OwnerB
+	}
+	return torture.OwnerOther
+}
+
+// owners: owner A is paused longer than the request timeout; owner B opens
+// the same partitions (in fenced mode a new epoch fences A off) and runs;
+// A is resumed. Then, per round and partition, no event of A may be
+// durable, and no command acknowledged by A, at or above B's first offset
+// (torture.CheckTakeover). When A wrote its ack lines does not matter: a
+// paused A logs, after SIGCONT, acks of events durable before B began.
+func (t *tort) owners(ctx context.Context) error {
+	mode := t.c.ownersMode
 	ks, err := t.keyspace(ctx, "owners")
 	if err != nil {
 		return err
 	}
-	r := row{phase: "two owners (fenced)"}
+	r := row{phase: fmt.Sprintf("two owners (%s)", mode)}
 	combined := filepath.Join(t.c.dir, "acks-owners.log")
-	var logs []string
-	var failed []string
+	type round struct{ ackA, ackB string }
+	var rounds []round
+	var logs, failed []string
+	late := 0
 	for i := range t.c.nodeFaults {
-		ackA := filepath.Join(t.c.dir, fmt.Sprintf("acks-owners-%d-a.log", i))
-		ackB := filepath.Join(t.c.dir, fmt.Sprintf("acks-owners-%d-b.log", i))
-		logs = append(logs, ackA, ackB)
-		a, err := t.startBench(ks, "fenced", ackA, fmt.Sprintf("owners-%d-a", i))
+		rd := round{filepath.Join(t.c.dir, fmt.Sprintf("acks-owners-%d-a.log", i)), filepath.Join(t.c.dir, fmt.Sprintf("acks-owners-%d-b.log", i))}
+		rounds = append(rounds, rd)
+		logs = append(logs, rd.ackA, rd.ackB)
+		a, err := t.startBench(ks, mode, smallLoad, rd.ackA, fmt.Sprintf("owners-%d-a", i), "--payload", strconv.Itoa(ownerPayload(i, false)))
 		if err != nil {
 			return err
 		}
-		if _, err := waitAcks(ctx, ackA, 0, 5*time.Minute); err != nil {
-			a.kill()
+		defer a.stop()
+		if _, err := waitAcks(ctx, rd.ackA, 0, 5*time.Minute); err != nil {
 			return fmt.Errorf("owner A: %w", err)
 		}
 		t.logf("owners #%d: SIGSTOP owner A (pid %d), owner B takes over", i+1, a.cmd.Process.Pid)
 		_ = a.cmd.Process.Signal(syscall.SIGSTOP)
-		time.Sleep(t.c.timeout + 2*time.Second)
-		b, err := t.startBench(ks, "fenced", ackB, fmt.Sprintf("owners-%d-b", i))
-		if err != nil {
-			a.kill()
+		if err := sleep(ctx, t.c.timeout+2*time.Second); err != nil {
 			return err
 		}
-		if _, err := waitAcks(ctx, ackB, 0, 5*time.Minute); err != nil {
-			a.kill()
-			b.kill()
+		b, err := t.startBench(ks, mode, smallLoad, rd.ackB, fmt.Sprintf("owners-%d-b", i), "--payload", strconv.Itoa(ownerPayload(i, true)))
+		if err != nil {
+			return err
+		}
+		defer b.stop()
+		if _, err := waitAcks(ctx, rd.ackB, 0, 5*time.Minute); err != nil {
 			return fmt.Errorf("owner B: %w", err)
 		}
-		nA := countAcks(ackA)
+		nA := countAcks(rd.ackA)
 		_ = a.cmd.Process.Signal(syscall.SIGCONT)
-		time.Sleep(5 * time.Second)
-		if got := countAcks(ackA) - nA; got > 0 {
-			t.failed = true
-			r.note = fmt.Sprintf("owner A acknowledged %d commands after B took over", got)
-			t.logf("owners: FAILED: %s", r.note)
+		if err := sleep(ctx, 5*time.Second); err != nil {
+			return err
 		}
+		late += countAcks(rd.ackA) - nA
 		failed = append(failed, "A "+a.interrupt(), "B "+b.interrupt())
 		r.faults++
 	}
@@ -755,14 +1221,80 @@ func (t *torture) owners(ctx context.Context) error {
 	}
 	r.acked = countAcks(combined)
 	r.failed = strings.Join(failed[len(failed)-2:], ", ")
-	if r.note == "" {
-		r.note = "A paused past the request timeout; B's epoch fences A: 0 acks of A after resuming"
+
+	events, err := t.readEvents(ctx, ks, smallLoad.partitions)
+	if err != nil {
+		return fmt.Errorf("owners: reading the PLog: %w", err)
 	}
-	if err := t.verify(ctx, ks, combined, &r); err != nil {
+	var violations []string
+	for i, rd := range rounds {
+		in := torture.Takeover{}
+		if in.AAcks, err = torture.ReadAckOffsets(rd.ackA); err != nil {
+			return err
+		}
+		if in.BAcks, err = torture.ReadAckOffsets(rd.ackB); err != nil {
+			return err
+		}
+		for _, e := range events {
+			if o := ownerOf(i, e.payload); o != torture.OwnerOther {
+				in.Events = append(in.Events, torture.OwnedEvent{Partition: e.part, Offset: e.off, Owner: o})
+			}
+		}
+		rep := torture.CheckTakeover(in)
+		t.logf("owners #%d: %s", i+1, rep.Summary())
+		if len(rep.Unjudged) > 0 {
+			t.logf("owners #%d: B wrote nothing in partitions %v: not judged there", i+1, rep.Unjudged)
+		}
+		for _, v := range rep.Violations {
+			violations = append(violations, fmt.Sprintf("round %d: %s", i+1, v))
+		}
+	}
+	if len(violations) > 0 {
+		t.failed = true
+		r.note = fmt.Sprintf("FENCING FAILED: %d events or acks of A at or above B's first offset, first: %s", len(violations), violations[0])
+		for _, v := range violations[:min(len(violations), 20)] {
+			t.logf("owners: FAILED: %s", v)
+		}
+	} else {
+		r.note = fmt.Sprintf("A paused past the request timeout, B took over: no event or ack of A at or above B's first offset (%d A acks logged after SIGCONT, all below)", late)
+	}
+	if err := t.verify(ctx, ks, combined, smallLoad.partitions, &r); err != nil {
 		return err
 	}
 	t.rows = append(t.rows, r)
 	return nil
+}
+
+// ownedEvent is what the owners check keeps of a PLog event.
+type ownedEvent struct {
+	part    uint16
+	off     uint64
+	payload int
+}
+
+// readEvents reads partitions 0..parts-1 of ks's PLog (from offset 1 to
+// the first missing offset).
+func (t *tort) readEvents(ctx context.Context, ks string, parts int) ([]ownedEvent, error) {
+	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(t.c.hosts, ","), Keyspace: ks, Timeout: 30 * time.Second, ConnectTimeout: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	rd, err := plog.NewReader(st, plog.ReaderOptions{PageTimeout: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	var out []ownedEvent
+	for p := range parts {
+		err := rd.ReadEvents(ctx, isequencer.PartitionID(p), 1, func(e *plog.Event) error {
+			out = append(out, ownedEvent{part: uint16(p), off: uint64(e.Offset), payload: len(e.Payload)})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // concatAcks writes the complete lines of each log to path.
@@ -780,16 +1312,183 @@ func concatAcks(path string, logs []string) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-func (t *torture) printTable() {
+// grayCheck is the CI gray-failure check (issue 22): per -gray-modes mode,
+// a bench at -fault-partitions x -fault-concurrency on a keyspace of
+// replication factor 3, -warmup and measure.Lead of load, node -gray-node SIGSTOPped
+// for -gray-pause, -gray-after more load, then verify --acks. It fails if
+// an acknowledged command is lost (or any verify finding), or if the rate
+// during the pause is below -gray-min of the rate before.
+func (t *tort) grayCheck(ctx context.Context) error {
+	targets := torture.Targets{During: t.c.gray.min}
+	for _, mode := range t.c.gray.modes {
+		tag := "gray_" + mode
+		ks, err := t.keyspace(ctx, tag)
+		if err != nil {
+			return err
+		}
+		ack := filepath.Join(t.c.dir, "acks-"+tag+".log")
+		ld := t.c.faultLoad
+		c, err := t.startBench(ks, mode, ld, ack, tag)
+		if err != nil {
+			return err
+		}
+		r, err := t.grayRun(ctx, c, mode, ld, targets)
+		c.stop()
+		if err != nil {
+			return fmt.Errorf("gray %s: %w", mode, err)
+		}
+		if err := t.verify(ctx, ks, ack, ld.partitions, r); err != nil {
+			return err
+		}
+		fr := r.rates[0]
+		verdict := "ok"
+		if !fr.met {
+			verdict = "FAILED"
+			t.failed = true
+		}
+		if r.verifyFail {
+			verdict += ", VERIFY FAILED"
+		}
+		r.note = fmt.Sprintf("node %d SIGSTOPped %v: ratio %.2f %s", t.c.gray.node, t.c.gray.pause, fr.r.RatioDuring(), verdict)
+		fmt.Fprintf(t.out, "gray-check %s: %.1f acks/s in the %v before, %.1f acks/s during the %.1f s pause of node %d: ratio %.2f (need >= %.2g): %s; verify: %d lost, %d duplicates, %d regressions\n",
+			mode, fr.r.Before.Rate(), measure.Lead, fr.r.During.Rate(), fr.r.During.Span.Seconds(), t.c.gray.node, fr.r.RatioDuring(), t.c.gray.min, verdict, r.lost, r.dups, r.regs)
+		t.rows = append(t.rows, *r)
+	}
+	return nil
+}
+
+// grayRun runs the load and the pause of one gray check and interrupts the
+// bench; the caller verifies.
+func (t *tort) grayRun(ctx context.Context, c *child, mode string, ld load, targets torture.Targets) (*row, error) {
+	smp, err := torture.StartSampler(ctx, c.ackLog, torture.DefaultSampleInterval)
+	if err != nil {
+		return nil, err
+	}
+	defer smp.Stop()
+	r := &row{phase: fmt.Sprintf("gray check (%s, %dx%d)", mode, ld.partitions, ld.concurrency), targets: targets}
+	first, err := t.firstAck(ctx, c, smp, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, time.Until(first.Add(t.c.warmup+measure.Lead))); err != nil {
+		return nil, err
+	}
+	t.logf("gray %s: SIGSTOP node %d for %v", mode, t.c.gray.node, t.c.gray.pause)
+	f, err := t.pauseNode(ctx, t.c.gray.node, t.c.gray.pause)
+	if err != nil {
+		return nil, err
+	}
+	r.faults++
+	if err := sleep(ctx, t.c.gray.after); err != nil {
+		return nil, err
+	}
+	if after, err := t.ackAfter(ctx, c, smp, f.Ended, time.Millisecond); err == nil {
+		r.recovery = after.Sub(f.Ended)
+	}
+	fr := t.rates(smp, f, fmt.Sprintf("node %d", t.c.gray.node), targets)
+	r.rates = append(r.rates, fr)
+	t.logf("gray %s: %s", mode, fr.describe())
+	r.failed = c.interrupt()
+	smp.Stop()
+	r.acked = countAcks(c.ackLog)
+	if fr.err != nil {
+		return nil, fr.err
+	}
+	return r, nil
+}
+
+// targetsMet reports whether every fault of a rate-measuring row met its
+// targets (true for rows that measure none).
+func (r *row) targetsMet() bool {
+	for _, fr := range r.rates {
+		if !fr.met {
+			return false
+		}
+	}
+	return true
+}
+
+// total sums the row's measured windows (faults whose rates could not be
+// measured are left out).
+func (r *row) total() (torture.FaultRates, int) {
+	var s torture.FaultRates
+	n := 0
+	for _, fr := range r.rates {
+		if fr.err == nil {
+			s = s.Add(fr.r)
+			n++
+		}
+	}
+	return s, n
+}
+
+func fmtRate(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func (t *tort) printTable() {
 	w := t.out
-	fmt.Fprintln(w, "| phase | faults injected | commands acked | busy/failed | lost | duplicates | regressions | recovery (max) | note |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| phase | faults injected | commands acked | busy/failed | lost | duplicates | regressions | recovery (max) | acks/s before | acks/s during | acks/s from +2 s | ratio during | ratio from +2 s | target met | note |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range t.rows {
 		verdict := ""
 		if r.verifyFail {
 			verdict = " **verify FAILED**"
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %.1f s | %s%s |\n", r.phase, r.faults, r.acked, r.failed,
-			r.lost, r.dups, r.regs, r.recovery.Seconds(), r.note, verdict)
+		rates := "- | - | - | - | - | -"
+		if len(r.rates) > 0 {
+			s, n := r.total()
+			met := 0
+			for _, fr := range r.rates {
+				if fr.met {
+					met++
+				}
+			}
+			yes := "yes"
+			if met < len(r.rates) {
+				yes = "**no**"
+			}
+			rates = fmt.Sprintf("%s | %s | %s | %s | %s | %s (%d of %d faults; %s)", fmtRate(s.Before.Rate()), fmtRate(s.During.Rate()), fmtRate(s.Late.Rate()),
+				fmtRatio(s.RatioDuring()), fmtRatio(s.RatioLate()), yes, met, len(r.rates), r.targets.String(measure.Settle))
+			if n < len(r.rates) {
+				rates += fmt.Sprintf(", %d not measured", len(r.rates)-n)
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %.1f s | %s | %s%s |\n", r.phase, r.faults, r.acked, r.failed,
+			r.lost, r.dups, r.regs, r.recovery.Seconds(), rates, r.note, verdict)
+	}
+	measured := false
+	for _, r := range t.rows {
+		measured = measured || len(r.rates) > 0
+	}
+	if !measured {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| phase | # | fault | length | acks/s before (10 s) | acks/s during | acks/s from +2 s | ratio during | ratio from +2 s | target met |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range t.rows {
+		for i, fr := range r.rates {
+			if fr.err != nil {
+				fmt.Fprintf(w, "| %s | %d | %s | %.1f s | not measured: %v | | | | | **no** |\n", r.phase, i+1, fr.what, fr.fault.Ended.Sub(fr.fault.Began).Seconds(), fr.err)
+				continue
+			}
+			yes := "yes"
+			if !fr.met {
+				yes = "**no**"
+			}
+			fmt.Fprintf(w, "| %s | %d | %s | %.1f s | %s | %s | %s | %s | %s | %s |\n", r.phase, i+1, fr.what, fr.r.During.Span.Seconds(),
+				fmtRate(fr.r.Before.Rate()), fmtRate(fr.r.During.Rate()), fmtRate(fr.r.Late.Rate()), fmtRatio(fr.r.RatioDuring()), fmtRatio(fr.r.RatioLate()), yes)
+		}
 	}
 }

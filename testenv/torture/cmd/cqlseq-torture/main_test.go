@@ -5,33 +5,70 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
-func TestVerdictReadsVerifyOutput(t *testing.T) {
-	ok := "partition 0: 5 events ...: OK\nacks f: 5 acknowledged commands in 1 partition: OK, 0 lost, 0 duplicates, 0 regressions\n"
-	lost, dups, regs, good := verdict(ok)
-	require.True(t, good)
-	require.Zero(t, lost+dups+regs)
-
-	bad := "partition 0: ...: FAILED, 1 problems\n  duplicate: WSID 1 SeqID 1: number 5 ...\n" +
-		"acks f: 5 acknowledged commands in 1 partition: FAILED, 2 lost, 1 duplicates, 3 regressions\n  lost: ...\n"
-	lost, dups, regs, good = verdict(bad)
-	require.False(t, good)
-	require.Equal(t, []uint64{2, 2, 3}, []uint64{lost, dups, regs})
-}
-
 func TestPartitionRulesTouchOnlyTheStoragePortOfNode3(t *testing.T) {
-	rs := partitionRules(7001)
+	rs := partitionRules(7001, "cqlseq-torture:7001")
 	require.Len(t, rs, 4)
 	for _, r := range rs {
 		s := strings.Join(r, " ")
 		require.Contains(t, s, "--dport 7001")
 		require.Contains(t, s, "127.0.0.3")
 		require.Contains(t, s, "-j DROP")
-		require.Contains(t, s, "--comment cqlseq-torture")
+		require.Contains(t, s, "--comment cqlseq-torture:7001")
 	}
+}
+
+// The cleanup finds exactly this cluster's rules in iptables -S output
+// (which adds "-m tcp" and masks), so that -D deletes them, and leaves
+// another cluster's and anyone else's alone.
+func TestTaggedRulesFindOnlyThisClustersRules(t *testing.T) {
+	listing := `-P INPUT ACCEPT
+-A INPUT -s 127.0.0.3/32 -d 127.0.0.1/32 -p tcp -m tcp --dport 7001 -m comment --comment cqlseq-torture:7001 -j DROP
+-A INPUT -s 127.0.0.3/32 -d 127.0.0.1/32 -p tcp -m tcp --dport 7002 -m comment --comment cqlseq-torture:7002 -j DROP
+-A INPUT -s 10.0.0.1/32 -j ACCEPT
+-A INPUT -s 127.0.0.1/32 -d 127.0.0.3/32 -p tcp -m tcp --dport 7001 -m comment --comment "cqlseq-torture:7001" -j DROP
+-A INPUT -s 127.0.0.1/32 -p tcp -m comment --comment cqlseq-torture:70011 -j DROP
+`
+	got := taggedRules(listing, "cqlseq-torture:7001")
+	require.Equal(t, [][]string{
+		strings.Fields("-s 127.0.0.3/32 -d 127.0.0.1/32 -p tcp -m tcp --dport 7001 -m comment --comment cqlseq-torture:7001 -j DROP"),
+		strings.Fields("-s 127.0.0.1/32 -d 127.0.0.3/32 -p tcp -m tcp --dport 7001 -m comment --comment cqlseq-torture:7001 -j DROP"),
+	}, got)
+}
+
+func TestOwnerPayloadsTellRoundsAndOwnersApart(t *testing.T) {
+	seen := map[int]bool{64: true} // bench's default payload: other phases
+	for i := range 20 {
+		for _, b := range []bool{false, true} {
+			p := ownerPayload(i, b)
+			require.False(t, seen[p], "payload %d used twice", p)
+			seen[p] = true
+		}
+		require.Equal(t, torture.OwnerA, ownerOf(i, ownerPayload(i, false)))
+		require.Equal(t, torture.OwnerB, ownerOf(i, ownerPayload(i, true)))
+		require.Equal(t, torture.OwnerOther, ownerOf(i, ownerPayload(i+1, false)))
+		require.Equal(t, torture.OwnerOther, ownerOf(i, 64))
+	}
+}
+
+func TestConfigValidateReportsEveryProblem(t *testing.T) {
+	c := config{phases: []string{"kills", "nope"}, modes: []string{"trust9"}, faultModes: nil, gray: grayConfig{modes: []string{"trust2"}, node: 4, pause: time.Second, min: 2},
+		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 0, workspaces: 4}, pause: time.Second, cut: time.Second}
+	err := c.validate()
+	require.Error(t, err)
+	for _, want := range []string{`unknown phase "nope"`, `"trust9"`, "-fault-modes: none", "-fault-concurrency 0", "-gray-node 4", "-gray-pause 1s", "-gray-min 2"} {
+		require.ErrorContains(t, err, want)
+	}
+	good := config{phases: splitList(allPhases + ",gray"), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
+		gray:       grayConfig{modes: []string{"trust2"}, node: 2, pause: 10 * time.Second, after: 5 * time.Second, min: 0.2},
+		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second}
+	require.NoError(t, good.validate())
 }
 
 func TestBusyFailedFromBenchJSON(t *testing.T) {
@@ -50,4 +87,12 @@ func TestConcatAcksDropsTornTails(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "# x\n0 1 1 1:1,2:1\n0 3 1 1:3,2:3\n", string(got))
 	require.Equal(t, 2, countAcks(out))
+}
+
+func TestBenchArgsPassThroughLast(t *testing.T) {
+	tt := &tort{c: config{hosts: "127.0.0.1:9042", timeout: 5 * time.Second, benchArgs: strings.Fields("--cql-health-policy=false --timeout 1s")}}
+	got := tt.benchArgs("ks", "fenced", load{partitions: 4, concurrency: 16, workspaces: 5000}, "a.log", "b.json", []string{"--payload", "101"})
+	s := strings.Join(got, " ")
+	require.True(t, strings.HasPrefix(s, "bench --store cql --hosts 127.0.0.1:9042 --keyspace ks --mode fenced --partitions 4 --workspaces 5000 --concurrency 16 "), s)
+	require.True(t, strings.HasSuffix(s, " --ready-timeout 5m --payload 101 --cql-health-policy=false --timeout 1s"), s)
 }
