@@ -10,6 +10,7 @@ import (
 
 	"github.com/gocql/gocql"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/cqlseq/cqlseq/elections"
 	"github.com/cqlseq/cqlseq/elections/electionstest"
@@ -111,6 +112,13 @@ func TestElectionsSuiteWithANodePaused(t *testing.T) {
 		Advance: func(_ testing.TB, d time.Duration) { time.Sleep(d) },
 		Lease:   6 * time.Second,
 		Skew:    3 * time.Second,
+		// The stores own no goroutine (the session is the test's); the
+		// session keeps trying to reconnect to the paused node, each try a
+		// connection being set up and read.
+		LeakOptions: []goleak.Option{
+			goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*startupCoordinator).setupConn.func2"),
+			goleak.IgnoreAnyFunction("github.com/gocql/gocql.(*Conn).recv"),
+		},
 	})
 }
 
