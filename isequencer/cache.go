@@ -12,21 +12,10 @@ package isequencer
 // It is kept over github.com/hashicorp/golang-lru/v2's simplelru.LRU (the
 // design's choice) by a side-by-side measurement: cache_hashicorp.go is the
 // same cache over simplelru (one entry per workspace, the numbers in the
-// value), built with -tags cqlseq_lru_hashicorp. Medians of interleaved
-// runs of go test -run '^$' -bench . -benchmem ./isequencer/: A, 13 runs
-// (5 for the heap) on 2 loaded cores; B, 7 runs on a quiet but slower
-// machine:
-//
-//	case                                   wsCache A / B        simplelru A / B
-//	1 workspace (target <= 150 ns)         126 / 181 ns         142 / 173 ns      (0 allocs)
-//	10,000 workspaces (<= 300 ns)          211 / 305 ns         243 / 313 ns      (0 allocs)
-//	1M workspaces, cache of 100k (<= 1 us) 939 / 1,128 ns, 1 alloc  1,091 / 1,430 ns, 2 allocs
-//	heap per cached number (<= 64 B)       30.4 B               52.6 B
-//
-// (The alloc of a miss with wsCache is the benchmark storage's ReadNumbers
-// result.) simplelru meets the per-transaction and heap targets where
-// wsCache does, but is slower on eviction (every miss also allocates its
-// list element) and larger, and no faster on a hit beyond the noise.
+// value), built with -tags cqlseq_lru_hashicorp, and the benchmarks of
+// this package compare them (figures in docs/benchmarks.md): simplelru is
+// slower on eviction (every miss also allocates its list element), takes
+// more heap per cached number, and is no faster on a hit.
 //
 // Ring positions: the sequencer marks each entry with the ring position
 // past its workspace's last accepted value (markLast). When an entry whose
