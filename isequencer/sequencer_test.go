@@ -111,7 +111,7 @@ func TestNewValidatesParams(t *testing.T) {
 	p.MaxNumUnflushedValues = MaxMaxNumUnflushedValues + 1
 	err = p.Validate()
 	require.ErrorIs(t, err, ErrInvalidParams)
-	assert.Contains(t, err.Error(), "MaxNumUnflushedValues 1000001, must be in [1, 1000000]")
+	assert.Contains(t, err.Error(), "MaxNumUnflushedValues 1048577, must be <= 1048576")
 	p.MaxNumUnflushedValues = MaxMaxNumUnflushedValues
 	require.NoError(t, p.Validate())
 
