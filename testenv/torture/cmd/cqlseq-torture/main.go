@@ -345,6 +345,9 @@ func (c *config) validate() error {
 func (t *tort) dropKeyspaces(ctx context.Context) error {
 	c := gocql.NewCluster(strings.Split(t.c.hosts, ",")...)
 	c.Timeout = time.Minute
+	// Dropping is best effort: after the node faults a node can lag on the
+	// schema for minutes, and gocql would wait a minute per DROP.
+	c.MaxWaitSchemaAgreement = 10 * time.Second
 	c.DisableInitialHostLookup = len(strings.Split(t.c.hosts, ",")) == 1
 	s, err := c.CreateSession()
 	if err != nil {
