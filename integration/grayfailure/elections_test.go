@@ -23,7 +23,7 @@ import (
 // default; renewed every 4.7 s by LWTs) while each node in turn is paused
 // for longer than the lease: a healthy owner must never lose it, so nobody
 // takes over. A renewal sent to the paused node before it is suspected
-// waits out its attempt (2.5 s) and, while gossip has not yet convicted the
+// waits out its attempt (4 s) and, while gossip has not yet convicted the
 // node, Paxos rounds on the healthy coordinators are slow too: shorter
 // leases leave no time for the retry.
 func TestOwnerKeepsItsLeaseWhileAReplicaIsPaused(t *testing.T) {

@@ -291,7 +291,7 @@ func TestOptionsValidateTheAttemptKnobs(t *testing.T) {
 	o.EnsureDefaults()
 	require.NoError(t, o.Validate())
 	assert.Equal(t, time.Second, o.AttemptTimeout)
-	assert.Equal(t, 2500*time.Millisecond, o.LWTAttemptTimeout)
+	assert.Equal(t, 4*time.Second, o.LWTAttemptTimeout)
 	assert.Equal(t, 100*time.Millisecond, o.SuspectFloor)
 	assert.InDelta(t, 10, o.SuspectFactor, 0)
 

@@ -77,11 +77,17 @@ func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects
 	for _, e := range effects {
 		keys = append(keys, blob(e.cCols))
 	}
-	// The re-read has what is left of the call's deadline: LWTAttemptTimeout
-	// left room for it. It is a read, so it goes to a healthy host first.
-	rctx := qctx
-	if s.o.DisableHealth {
-		rctx = ctx // the behaviour before: a fresh Timeout
+	// The re-read has what is left of the call's deadline, at least
+	// AttemptTimeout. It is a read, so it goes to a healthy host first.
+	rctx := ctx // DisableHealth, the behaviour before: a fresh Timeout
+	if !s.o.DisableHealth {
+		left := s.o.AttemptTimeout
+		if d, ok := qctx.Deadline(); ok {
+			left = max(left, time.Until(d))
+		}
+		var rcancel context.CancelFunc
+		rctx, rcancel = context.WithTimeout(ctx, left)
+		defer rcancel()
 	}
 	rows := map[string][]byte{}
 	if rerr := s.readIn(rctx, op+": serial re-read", s.o.SerialConsistency, pKey, keys, rows); rerr != nil {

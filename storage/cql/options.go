@@ -78,7 +78,11 @@ type Options struct {
 	AttemptTimeout time.Duration
 	// LWTAttemptTimeout bounds the one attempt of a conditional statement
 	// (never retried: see package doc); the rest of Timeout is left for the
-	// SERIAL re-read that settles an unknown outcome. Default Timeout/2.
+	// SERIAL re-read that settles an unknown outcome (which gets at least
+	// AttemptTimeout). Default 4/5 of Timeout: an attempt declared unknown
+	// too early (a slow node, just restarted, still finishing the round)
+	// makes the writer's replay miss an event that lands after it, and a
+	// fenced partition then stops rather than overwrite it.
 	// Must be less than Timeout.
 	LWTAttemptTimeout time.Duration
 
@@ -174,7 +178,7 @@ func (o *Options) EnsureDefaults() {
 		o.AttemptTimeout = min(DefaultAttemptTimeout, o.Timeout)
 	}
 	if o.LWTAttemptTimeout == 0 {
-		o.LWTAttemptTimeout = o.Timeout / 2
+		o.LWTAttemptTimeout = o.Timeout * 4 / 5
 	}
 	if o.SuspectFloor == 0 {
 		o.SuspectFloor = DefaultSuspectFloor

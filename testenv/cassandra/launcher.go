@@ -517,7 +517,7 @@ type nodeConfig struct {
 // nodeYAML is a node's cassandra.yaml. Its request timeouts stay below the
 // client's deadline of a call (storage/cql DefaultTimeout, 5 s): a
 // coordinator reports a replica timeout (2 s) while the client still waits,
-// inside an LWT attempt (2.5 s), and a Paxos round under contention gives up
+// inside an LWT attempt (4 s), and a Paxos round under contention gives up
 // (1.5 s) before the attempt does.
 func nodeYAML(c nodeConfig) string {
 	// Cassandra refuses a sync period in batch mode.

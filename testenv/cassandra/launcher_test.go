@@ -25,7 +25,7 @@ func TestConfigUsesGivenPortsAndDirs(t *testing.T) {
 	for _, want := range []string{"commitlog_sync: periodic\ncommitlog_sync_period: 10000ms\n", "native_transport_port: 19042", "storage_port: 17000", `seeds: "127.0.0.1:17000"`,
 		"- /run/x/data", "commitlog_directory: /run/x/commitlog", "auto_snapshot: false",
 		// Below the client's 5 s deadline (storage/cql DefaultTimeout), and a
-		// replica write timeout inside the 2.5 s LWT attempt.
+		// replica write timeout inside the 4 s LWT attempt.
 		"write_request_timeout: 2000ms", "read_request_timeout: 2000ms", "request_timeout: 4000ms", "cas_contention_timeout: 1500ms"} {
 		require.Contains(t, y, want)
 	}

@@ -96,7 +96,7 @@ func (c *clusterFlags) add(fs *pflag.FlagSet) {
 	a := &c.attempts
 	fs.BoolVar(&a.health, "cql-health-policy", true, "health-aware host choice, per-attempt timeouts and hedging; false: gocql's default host choice and one attempt per query (for comparisons)")
 	fs.DurationVar(&a.attemptTimeout, "cql-attempt-timeout", 0, "one attempt of a read or plain write, inside --timeout (default 1s)")
-	fs.DurationVar(&a.lwtTimeout, "cql-lwt-attempt-timeout", 0, "the attempt of a conditional write; the rest of --timeout settles an unknown outcome (default --timeout/2)")
+	fs.DurationVar(&a.lwtTimeout, "cql-lwt-attempt-timeout", 0, "the attempt of a conditional write; the rest of --timeout settles an unknown outcome (default 4/5 of --timeout)")
 	fs.DurationVar(&a.hedgeDelay, "cql-hedge-delay", 0, "delay before a read or plain write is tried on a second host (default: the healthy p99)")
 	fs.BoolVar(&a.noHedging, "cql-no-hedging", false, "never try a second host before the first attempt ends")
 	fs.DurationVar(&a.suspectFloor, "cql-suspect-floor", 0, "a host with an attempt outstanding this long (or 10x the healthy p99) and no reply since goes last in query plans (default 100ms)")
