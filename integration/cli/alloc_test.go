@@ -33,7 +33,7 @@ type allocReport struct {
 // every ID is unique, and inspect galloc shows the record.
 func TestAllocSpawnedProcesses(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := build(t)
+	bin := itest.BuildCLI(t)
 	js := filepath.Join(t.TempDir(), "alloc.json")
 	name := itest.UniqueName("alloc")
 	r := cqlseq(t, bin, args([]string{"alloc", "--spawn", "--name", name, "--procs", "4", "--goroutines", "16",

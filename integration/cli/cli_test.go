@@ -27,23 +27,6 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
 
-// build builds cmd/cqlseq of this checkout into a temporary directory.
-func build(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the go tool builds the binary under test")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "cqlseq")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/cqlseq")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/cqlseq: %s", out)
-	return bin
-}
-
 type result struct {
 	code           int
 	stdout, stderr string
@@ -88,7 +71,7 @@ func args(parts ...[]string) []string {
 
 func TestMigrate(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := build(t)
+	bin := itest.BuildCLI(t)
 	s := itest.Session(t)
 	ks := itest.UniqueName("cqlseq_cli_")
 	t.Cleanup(func() {
@@ -152,7 +135,7 @@ type phase struct {
 
 func TestBenchInspectVerify(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := build(t)
+	bin := itest.BuildCLI(t)
 	ks := itest.Keyspace()
 	const app = "7"
 	dir := t.TempDir()
@@ -210,7 +193,7 @@ func TestBenchInspectVerify(t *testing.T) {
 
 func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := build(t)
+	bin := itest.BuildCLI(t)
 	ks := itest.Keyspace()
 	func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -26,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -320,4 +322,27 @@ func OpenStore(tb testing.TB, tune ...func(*cql.Options)) *cql.Store {
 func NoLeaks(t testing.TB) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, ignore) })
+}
+
+// BuildCLI builds cmd/cqlseq of this checkout into a temporary directory of
+// tb and returns the binary's path.
+func BuildCLI(tb testing.TB) string {
+	tb.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		tb.Fatalf("the go tool builds the binary under test: %v", err)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bin := filepath.Join(tb.TempDir(), "cqlseq")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/cqlseq")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build ./cmd/cqlseq: %v: %s", err, out)
+	}
+	return bin
 }

@@ -99,22 +99,6 @@ func otherCA(t *testing.T) string {
 	return p
 }
 
-func build(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err, "the go tool builds the binary under test")
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "cqlseq")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/cqlseq")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/cqlseq: %s", out)
-	return bin
-}
-
 type result struct {
 	code           int
 	stdout, stderr string
@@ -161,7 +145,7 @@ func oneLine(t *testing.T, r result) string {
 
 func TestSecureNode(t *testing.T) {
 	inst := secureNode(t)
-	bin := build(t)
+	bin := itest.BuildCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ks := itest.UniqueName("cqlseq_sec_")

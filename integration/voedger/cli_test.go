@@ -19,23 +19,6 @@ import (
 	"github.com/cqlseq/cqlseq/storage/cql"
 )
 
-// cqlseqBin builds cmd/cqlseq of this checkout.
-func cqlseqBin(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	require.NoError(t, err)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "cqlseq")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/cqlseq")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/cqlseq: %s", out)
-	return bin
-}
-
 func run(t *testing.T, bin string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -75,7 +58,7 @@ func TestCLIActualizeCQL(t *testing.T) {
 	appKS, vvmKS := itest.NewKeyspace(t), itest.NewKeyspace(t)
 	st := itest.OpenStore(t, func(o *cql.Options) { o.Keyspace = appKS })
 	require.NoError(t, g.PutPLog(context.Background(), st))
-	bin := cqlseqBin(t)
+	bin := itest.BuildCLI(t)
 	hosts := strings.Join(itest.Hosts(), ",")
 	args := []string{"actualize", "--plog-format", "voedger", "--store", "cql", "--hosts", hosts, "--keyspace", appKS, "--seq-keyspace", vvmKS, "--app", "3", "--partition", "1,2"}
 
