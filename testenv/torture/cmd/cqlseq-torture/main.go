@@ -61,7 +61,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gocql/gocql"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
@@ -343,12 +342,14 @@ func (c *config) validate() error {
 
 // dropKeyspaces drops the keyspaces the run created.
 func (t *tort) dropKeyspaces(ctx context.Context) error {
-	c := gocql.NewCluster(strings.Split(t.c.hosts, ",")...)
-	c.Timeout = time.Minute
+	hosts := strings.Split(t.c.hosts, ",")
+	c, err := cql.ClusterConfig(cql.Options{Hosts: hosts, Timeout: time.Minute, DisableInitialHostLookup: len(hosts) == 1})
+	if err != nil {
+		return fmt.Errorf("dropping the keyspaces: %w", err)
+	}
 	// Dropping is best effort: after the node faults a node can lag on the
 	// schema for minutes, and gocql would wait a minute per DROP.
 	c.MaxWaitSchemaAgreement = 10 * time.Second
-	c.DisableInitialHostLookup = len(strings.Split(t.c.hosts, ",")) == 1
 	s, err := c.CreateSession()
 	if err != nil {
 		return fmt.Errorf("dropping the keyspaces: %w", err)
