@@ -61,7 +61,6 @@ import (
 	"syscall"
 	"time"
 
-
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage/cql"
