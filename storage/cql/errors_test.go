@@ -23,3 +23,11 @@ func TestServerErrorsAreClassifiedByCode(t *testing.T) {
 
 	assert.False(t, replied(gocql.ErrTimeoutNoResponse))
 }
+
+func TestOwnedIsACopyAndNeverNull(t *testing.T) {
+	buf := []byte("event 1053")
+	c := owned(buf)
+	copy(buf, "event 1054") // the caller reuses its buffer after the call
+	assert.Equal(t, []byte("event 1053"), c, "a late hedge binds what the call was given")
+	assert.NotNil(t, owned(nil), "gocql binds a nil slice as null, which deletes the cell")
+}

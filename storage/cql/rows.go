@@ -92,7 +92,7 @@ func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
 	}
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
-	if err := s.write(qctx, clientClock.next(), s.stmt.put, pKey, blob(cCols), blob(value)).Exec(); err != nil {
+	if err := s.write(qctx, clientClock.next(), s.stmt.put, owned(pKey), owned(cCols), owned(value)).Exec(); err != nil {
 		return s.fail(ctx, qctx, "put", err)
 	}
 	return nil
@@ -126,11 +126,11 @@ func (s *Store) writeChunk(ctx context.Context, ts int64, rows []storage.Row) er
 	defer cancel()
 	var err error
 	if len(rows) == 1 {
-		err = s.write(qctx, ts, s.stmt.put, rows[0].PKey, blob(rows[0].CCols), blob(rows[0].Value)).Exec()
+		err = s.write(qctx, ts, s.stmt.put, owned(rows[0].PKey), owned(rows[0].CCols), owned(rows[0].Value)).Exec()
 	} else {
 		b := s.writeBatch(qctx, ts)
 		for _, r := range rows {
-			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.stmt.put, Args: []any{r.PKey, blob(r.CCols), blob(r.Value)}, Idempotent: true})
+			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.stmt.put, Args: []any{owned(r.PKey), owned(r.CCols), owned(r.Value)}, Idempotent: true})
 		}
 		err = b.Exec()
 	}

@@ -239,6 +239,19 @@ func blob(b []byte) []byte {
 	return b
 }
 
+// owned returns a copy of b (never nil, as blob) that belongs to the call:
+// a speculative attempt of a hedged write may bind its values after the
+// call has returned (gocql returns the first execution that ends and lets
+// the others run on), and the caller may by then have reused its buffer
+// (plog's writer encodes every event into one). Without the copy a late
+// hedge wrote the next event's bytes under the previous event's key and
+// timestamp.
+func owned(b []byte) []byte {
+	c := make([]byte, len(b))
+	copy(c, b)
+	return c
+}
+
 // ttlSeconds converts a validated TTL to CQL's whole seconds.
 func ttlSeconds(ttl time.Duration) int { return int(ttl / time.Second) }
 
