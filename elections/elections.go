@@ -339,7 +339,9 @@ func (l *Leadership) extend(c Clock, d time.Time) bool {
 }
 
 // renew is l's renewal goroutine: it compares-and-swaps the lease onto
-// itself every RenewEvery, retries failures every RetryEvery, and returns
+// itself every RenewEvery, retries a failure RetryEvery after the failed
+// attempt began (at once when the attempt took longer: one that waited out
+// a silent coordinator leaves less of the validity for the next), and returns
 // when l.Ctx is cancelled (by release, by the deadline timer, or by itself
 // on finding the lease gone). t is the timer of the first renewal. Each
 // next timer is started before the event that reports a renewal, so that
@@ -370,7 +372,7 @@ func (e *Elections) renew(l *Leadership, t Timer) {
 			e.stopped(l)
 			return
 		default:
-			t = e.o.Clock.NewTimer(l.timing.RetryEvery)
+			t = e.o.Clock.NewTimer(begin.Add(l.timing.RetryEvery).Sub(e.o.Clock.Now()))
 			if l.Ctx.Err() == nil {
 				e.emit(Event{Key: l.Key, Epoch: l.Epoch, Kind: EventRenewFailed, Err: err})
 			}

@@ -221,3 +221,44 @@ func TestAbandonLeavesTheLeaseToExpire(t *testing.T) {
 	_, err = other.Acquire(context.Background(), 1, []byte("b"), 3*time.Second)
 	require.NoError(t, err, "free once the TTL has passed")
 }
+
+// slowFailing fails the next compare-and-swap after advancing clock by
+// took, as an attempt that waited out a silent coordinator does.
+type slowFailing struct {
+	storage.Storage
+	clock *electionstest.FakeClock
+	took  time.Duration
+	fail  atomic.Bool
+}
+
+func (s *slowFailing) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
+	if s.fail.CompareAndSwap(true, false) {
+		s.clock.Advance(s.took)
+		return false, fmt.Errorf("slow: %w", storage.ErrUnknownOutcome)
+	}
+	return s.Storage.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
+}
+
+// TestSlowFailedRenewalIsRetriedAtOnce: a renewal is retried RetryEvery
+// after the failed attempt began, so one that failed after longer than
+// that is retried at once, without the clock moving on.
+func TestSlowFailedRenewalIsRetriedAtOnce(t *testing.T) {
+	clock, st := newFake(t)
+	s := &slowFailing{Storage: st, clock: clock, took: 2 * time.Second}
+	events := make(chan elections.Event, 16)
+	e := newElections(t, s, elections.Options{Clock: clock, OnEvent: func(ev elections.Event) { events <- ev }})
+	l, err := e.Acquire(context.Background(), 1, []byte("a"), 10*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, elections.EventAcquired, (<-events).Kind)
+	s.fail.Store(true)
+	clock.Advance(3 * time.Second) // the renewal begins, fails 2 s later
+	require.Equal(t, elections.EventRenewFailed, (<-events).Kind)
+	select {
+	case ev := <-events:
+		require.Equal(t, elections.EventRenewed, ev.Kind, "%+v", ev)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the retry waited for the clock: want it at once, RetryEvery (750ms) after a 2 s attempt began")
+	}
+	require.NoError(t, l.Ctx.Err())
+	assert.Equal(t, clock.Now().Add(9*time.Second), l.Deadline(), "the validity counts from the retry's start")
+}

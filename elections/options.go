@@ -77,7 +77,8 @@ type Timing struct {
 	// RenewEvery is the time from one renewal's start to the next:
 	// Validity / 3, leaving two thirds of the validity for retries.
 	RenewEvery time.Duration
-	// RetryEvery is the pause after a failed renewal: Validity / 12.
+	// RetryEvery is the time from a failed renewal's start to its retry:
+	// Validity / 12.
 	RetryEvery time.Duration
 }
 

@@ -220,7 +220,13 @@ func TestProven(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, proven(tt.effects, tt.rows), tt.name)
+		if tt.want {
+			assert.True(t, provable(tt.effects), "%s: proven, so provable", tt.name)
+		}
 	}
+	assert.False(t, provable([]effect{{[]byte("k"), *val("a"), val("a")}}), "a renewal (same value) is never provable")
+	assert.False(t, provable([]effect{{[]byte("k"), state{}, val("a")}}), "a delete is never provable")
+	assert.False(t, provable([]effect{{[]byte("x"), *val("2"), nil}}), "without a known before, never provable")
 }
 
 func TestErrorClasses(t *testing.T) {

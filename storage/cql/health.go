@@ -41,6 +41,10 @@ type health struct {
 	attemptTO     time.Duration
 	hedgeDelay    time.Duration // fixed hedge delay; 0: adaptive
 	log           *slog.Logger
+	// isUp reports whether gocql will send an attempt handed out to a host:
+	// it skips a host it sees down without an attempt, hence without the
+	// observation that would end the hand-out's pending state.
+	isUp func(*gocql.HostInfo) bool
 
 	mu struct {
 		sync.Mutex
@@ -93,6 +97,7 @@ func newHealth(o *Options, now func() time.Time) *health {
 		attemptTO:     o.AttemptTimeout,
 		hedgeDelay:    o.HedgeDelay,
 		log:           o.Logger,
+		isUp:          (*gocql.HostInfo).IsUp,
 	}
 	h.mu.hosts = map[string]*hostState{}
 	return h
@@ -157,7 +162,7 @@ func (h *health) handOut(hi *gocql.HostInfo, tr *callTrack, probe bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.stateLocked(hi)
-	if st.pendingSince.IsZero() {
+	if st.pendingSince.IsZero() && h.isUp(hi) {
 		st.pendingSince = now
 	}
 	if probe {
@@ -192,8 +197,11 @@ func (h *health) observe(ctx context.Context, hi *gocql.HostInfo, start, end tim
 			h.mu.lat.add(end, end.Sub(start))
 		}
 		if st.suspected {
-			h.log.Info("cql: host re-admitted: it replied", "host", hi.ConnectAddress().String(),
-				"silent_for", end.Sub(st.lastReply).Round(time.Millisecond))
+			silent := "no reply before"
+			if !st.lastReply.IsZero() {
+				silent = end.Sub(st.lastReply).Round(time.Millisecond).String()
+			}
+			h.log.Info("cql: host re-admitted: it replied", "host", hi.ConnectAddress().String(), "silent_for", silent)
 		}
 		st.lastReply, st.pendingSince, st.timedOutAt, st.suspected = end, time.Time{}, time.Time{}, false
 		if end.After(h.mu.lastReply) {

@@ -307,3 +307,20 @@ func TestOptionsValidateTheAttemptKnobs(t *testing.T) {
 		assert.ErrorContains(t, err, w)
 	}
 }
+
+// TestHealthAHandOutToADownHostIsNoAttempt: gocql skips a host it sees
+// down without an attempt (so without an observation); such a hand-out
+// must not leave the host pending, or it would be suspected for a silence
+// nobody measured once it is up again.
+func TestHealthAHandOutToADownHostIsNoAttempt(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	down := map[*gocql.HostInfo]bool{f.a: true}
+	f.h.isUp = func(hi *gocql.HostInfo) bool { return !down[hi] }
+	require.Equal(t, f.a, f.first(false), "A is handed out; gocql skips it")
+	f.clk.advance(time.Minute)
+	f.warm(1, 2*time.Millisecond)
+	delete(down, f.a)
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false), "A is up again and was never sent an attempt")
+	assert.Empty(t, f.h.Stats().Suspected)
+}

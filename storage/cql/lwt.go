@@ -30,33 +30,45 @@ type effect struct {
 	before *state
 }
 
+// provable reports whether any rows a SERIAL read can return would prove
+// that a write with these effects was applied: at least one effect writes a
+// value that differs from the one its conditions require beforehand. A
+// compare-and-swap onto the same value (a lease renewal) or a delete leaves
+// rows that an unapplied write leaves too.
+func provable(effects []effect) bool {
+	for _, e := range effects {
+		if e.after.exists && e.before != nil && !e.before.equal(e.after) {
+			return true
+		}
+	}
+	return false
+}
+
 // proven reports whether rows (clustering key -> value, as a SERIAL read
-// returned them) prove that a write with these effects was applied: every
-// row is in its after state, and at least one after state is a written
-// value that differs from its before state, so that the rows cannot merely
-// have stayed as they were. An absent row proves nothing: another
-// writer's delete (seen on a replicated cluster: two racing
-// CompareAndDeletes both reported applied) or a TTL leaves the same
-// state, so a delete whose outcome is unknown stays unknown.
+// returned them) prove that a write with these effects was applied: the
+// effects are provable and every row is in its after state. An absent row
+// proves nothing: another writer's delete (seen on a replicated cluster:
+// two racing CompareAndDeletes both reported applied) or a TTL leaves the
+// same state, so a delete whose outcome is unknown stays unknown.
 func proven(effects []effect, rows map[string][]byte) bool {
-	differs := false
 	for _, e := range effects {
 		v, ok := rows[string(e.cCols)]
 		if !(state{exists: ok, value: v}).equal(e.after) {
 			return false
 		}
-		if e.after.exists && e.before != nil && !e.before.equal(e.after) {
-			differs = true
-		}
 	}
-	return differs
+	return provable(effects)
 }
 
 // conditional runs exec, a conditional write, with a per-query deadline.
 // When its outcome is unknown it re-reads the effects' rows at the serial
 // consistency and reports applied only if the read proves it; otherwise it
 // returns an error wrapping storage.ErrUnknownOutcome (and ctx.Err() when
-// the caller's context ended with the write in flight).
+// the caller's context ended with the write in flight). Effects that no
+// read can prove (see provable) are not re-read: the caller gets the
+// unknown outcome at once, with the time the re-read would have spent left
+// for its retry (a lease renewal's, on a cluster whose Paxos rounds are slow
+// because a replica is silent).
 func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects []effect, exec func(qctx context.Context) (bool, error)) (bool, error) {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
@@ -72,6 +84,10 @@ func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects
 		return false, fmt.Errorf("cql: %s: %w: %w: %w", op, storage.ErrUnknownOutcome, storage.ErrClosed, err)
 	case ctx.Err() != nil:
 		return false, fmt.Errorf("cql: %s: %w: %w: %w", op, storage.ErrUnknownOutcome, ctx.Err(), err)
+	}
+	if !provable(effects) {
+		s.o.Logger.Warn("cql: conditional write outcome unknown (a serial re-read could not prove it applied)", "op", op, "err", err)
+		return false, fmt.Errorf("cql: %s: %w: %w (not re-read: no read proves it applied)", op, storage.ErrUnknownOutcome, err)
 	}
 	keys := make([][]byte, 0, len(effects))
 	for _, e := range effects {
