@@ -15,6 +15,7 @@ import (
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 	"github.com/cqlseq/cqlseq/plog/plogtest"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/faulty"
@@ -29,53 +30,55 @@ type Acked struct {
 	Payload string
 }
 
-// VerifyPLog reads the partition's PLog from offset 1 to its end and fails
-// unless offsets are contiguous, no number appears in two events for one
-// (WSID, SeqID), and every acknowledged command's event is stored at its
-// offset with its numbers and payload. It returns the number of events.
+// VerifyPLog checks the partition's PLog with plogcheck, from offset 1 to
+// its first missing offset, and fails on any finding: a number that
+// appears in two events for one (WSID, SeqID) or goes back (Partition,
+// without the stored numbers), or an acknowledged command whose event is
+// not stored at its offset with its WSID, numbers and payload (Acks). It
+// returns the number of events.
 func VerifyPLog(t testing.TB, st storage.Storage, part isequencer.PartitionID, acked []Acked) int {
 	t.Helper()
-	r, err := plog.NewReader(st, plog.ReaderOptions{})
+	ctx := context.Background()
+	rd, err := plog.NewReader(st, plog.ReaderOptions{})
 	require.NoError(t, err)
-	seen := map[isequencer.NumberKey]isequencer.PLogOffset{}
-	events := map[isequencer.PLogOffset]plog.Event{}
-	next := isequencer.PLogOffset(1)
-	require.NoError(t, r.ReadEvents(context.Background(), part, 1, func(e *plog.Event) error {
-		if e.Offset != next {
-			return fmt.Errorf("PLog offset %d follows %d", e.Offset, next-1)
+	pr, err := plogcheck.Partition(ctx, rd, part, plogcheck.PartitionOptions{})
+	require.NoError(t, err)
+	requireNoFindings(t, fmt.Sprintf("partition %d's PLog", part), &pr.Findings)
+	log := &plogcheck.AckLog{Acks: make([]plogcheck.Ack, len(acked))}
+	for i, a := range acked {
+		ack := plogcheck.Ack{Line: i + 1, Partition: part, Offset: a.Result.Offset, WSID: a.Cmd.WSID, Payload: []byte(a.Payload)}
+		for j, id := range a.Cmd.Seqs {
+			ack.Numbers = append(ack.Numbers, plog.SeqNumber{SeqID: id, Number: a.Result.Numbers[j]})
 		}
-		next++
-		ev := *e
-		ev.Numbers = append([]plog.SeqNumber(nil), e.Numbers...)
-		ev.Payload = append([]byte(nil), e.Payload...)
-		events[e.Offset] = ev
-		return nil
-	}))
-	// Per (WSID, SeqID), the numbers of the events strictly increase with
-	// the offset: so none appears twice.
-	last := map[isequencer.NumberKey]isequencer.Number{}
-	for o := isequencer.PLogOffset(1); o < next; o++ {
-		e := events[o]
-		for _, n := range e.Numbers {
-			k := isequencer.NumberKey{WSID: e.WSID, SeqID: n.SeqID}
-			require.Greater(t, n.Number, last[k], "PLog offset %d: WSID %d SeqID %d number %d not above %d (offset %d)", o, e.WSID, n.SeqID, n.Number, last[k], seen[k])
-			last[k], seen[k] = n.Number, o
-		}
+		log.Acks[i] = ack
 	}
-	for _, a := range acked {
-		e, ok := events[a.Result.Offset]
-		require.True(t, ok, "%s's acknowledged event at offset %d is not in the PLog", a.Owner, a.Result.Offset)
-		require.Equal(t, a.Payload, string(e.Payload), "%s's acknowledged event at offset %d was overwritten", a.Owner, a.Result.Offset)
-		require.Equal(t, a.Cmd.WSID, e.WSID, "offset %d", a.Result.Offset)
-		for i, id := range a.Cmd.Seqs {
-			found := false
-			for _, n := range e.Numbers {
-				found = found || (n.SeqID == id && n.Number == a.Result.Numbers[i])
+	ar, err := plogcheck.Acks(ctx, rd, log, plogcheck.AckOptions{})
+	require.NoError(t, err)
+	for _, f := range ar.Listed {
+		for _, line := range []int{f.Line, f.PrevLine} {
+			if line > 0 {
+				t.Logf("ack %d (offset %d) is %s's", line, acked[line-1].Result.Offset, acked[line-1].Owner)
 			}
-			require.True(t, found, "%s's acknowledged number %d (SeqID %d) is not in its event at offset %d", a.Owner, a.Result.Numbers[i], id, a.Result.Offset)
 		}
 	}
-	return int(next - 1)
+	requireNoFindings(t, fmt.Sprintf("partition %d's acknowledged commands", part), &ar.Findings)
+	return int(pr.Events)
+}
+
+// requireNoFindings fails, listing the findings, unless there are none.
+func requireNoFindings(t testing.TB, what string, f *plogcheck.Findings) {
+	t.Helper()
+	if f.OK() {
+		return
+	}
+	var b strings.Builder
+	for _, fd := range f.Listed {
+		fmt.Fprintf(&b, "\n  %s", fd)
+	}
+	if n := f.Unlisted(); n > 0 {
+		fmt.Fprintf(&b, "\n  and %d more", n)
+	}
+	t.Fatalf("%s: %d problems%s", what, f.Problems, b.String())
 }
 
 // owner runs commands on one fenced partition and records what it acked.

@@ -1,61 +1,27 @@
 package torture
 
 import (
-	"bufio"
 	"cmp"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 )
 
-// AckOffset is where an acknowledged command's event is: the first two
-// fields of an ack log line.
+// AckOffset is where an acknowledged command's event is.
 type AckOffset struct {
 	Partition uint16
 	Offset    uint64
 }
 
-// ReadAckOffsets returns the partition and offset of every complete
-// acknowledgement line of an ack log (bench --ack-log: "<partition>
-// <offset> ..."; comment lines start with '#'; a last line without '\n'
-// is torn and ignored). Fields after the offset are not read.
-func ReadAckOffsets(path string) ([]AckOffset, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("torture: %w", err)
+// AckOffsets returns where each acknowledged command's event is.
+func AckOffsets(acks []plogcheck.Ack) []AckOffset {
+	out := make([]AckOffset, len(acks))
+	for i, a := range acks {
+		out[i] = AckOffset{Partition: uint16(a.Partition), Offset: uint64(a.Offset)}
 	}
-	var out []AckOffset
-	sc := bufio.NewScanner(strings.NewReader(string(b[:completeLen(b)])))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		l := sc.Text()
-		if l == "" || l[0] == '#' {
-			continue
-		}
-		f := strings.Fields(l)
-		if len(f) < 2 {
-			return nil, fmt.Errorf("torture: %s line %d: want <partition> <offset> ..., got %q", path, n, l)
-		}
-		p, perr := strconv.ParseUint(f[0], 10, 16)
-		o, oerr := strconv.ParseUint(f[1], 10, 64)
-		if perr != nil || oerr != nil {
-			return nil, fmt.Errorf("torture: %s line %d: want <partition> <offset> ..., got %q", path, n, l)
-		}
-		out = append(out, AckOffset{Partition: uint16(p), Offset: o})
-	}
-	return out, sc.Err()
-}
-
-// completeLen is the length of b up to its last '\n'.
-func completeLen(b []byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			return i + 1
-		}
-	}
-	return 0
+	return out
 }
 
 // Owner names who wrote an event of the two-owner check.

@@ -1,12 +1,12 @@
 package torture
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 )
 
 // The issue 20 item 8 round: A, paused between a durable group and its
@@ -75,21 +75,11 @@ func TestTakeoverWithoutBInAPartitionIsUnjudged(t *testing.T) {
 	require.Equal(t, []uint16{3}, r.Unjudged)
 }
 
-func TestReadAckOffsets(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "a.log")
-	require.NoError(t, os.WriteFile(p, []byte("# run\n0 1407 3 1:5,2:5\n\n1 1408 4 1:9 extra fields 2026-11-23T21:00:00Z\n1 14"), 0o644))
-	got, err := ReadAckOffsets(p)
+func TestAckOffsets(t *testing.T) {
+	log, err := plogcheck.ParseAckLog("a.log", []byte("# run\n0 1407 3 1:5,2:5\n\n1 1408 4 1:9\n1 14"))
 	require.NoError(t, err)
-	require.Equal(t, []AckOffset{{0, 1407}, {1, 1408}}, got)
-
-	require.NoError(t, os.WriteFile(p, []byte("0 1 2\nx 5 6\n"), 0o644))
-	_, err = ReadAckOffsets(p)
-	require.ErrorContains(t, err, "line 2")
-	require.NoError(t, os.WriteFile(p, []byte("7\n"), 0o644))
-	_, err = ReadAckOffsets(p)
-	require.ErrorContains(t, err, "line 1")
-	_, err = ReadAckOffsets(filepath.Join(t.TempDir(), "none"))
-	require.Error(t, err)
+	require.Equal(t, []AckOffset{{0, 1407}, {1, 1408}}, AckOffsets(log.Acks))
+	require.Empty(t, AckOffsets(nil))
 }
 
 func TestParseVerdict(t *testing.T) {

@@ -5,87 +5,16 @@
 package torture
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 )
-
-// LineCounter counts the acknowledgements of a growing ack log: complete
-// lines ('\n'-terminated) that are neither empty nor comments ('#'). It
-// reads only what was appended since the last Count, so sampling a long
-// log stays cheap; it depends on no field of a line, only on one line per
-// acknowledged command. Not safe for concurrent use.
-type LineCounter struct {
-	path string
-	pos  int64 // bytes consumed: up to the end of the last complete line
-	acks int
-	buf  []byte
-}
-
-// NewLineCounter returns a counter of path's acknowledgements (the file
-// need not exist yet: it counts 0 until it does).
-func NewLineCounter(path string) *LineCounter {
-	return &LineCounter{path: path, buf: make([]byte, 64<<10)}
-}
-
-// Count returns the complete acknowledgement lines of the file now. A file
-// that shrank (a new bench cut a torn last line, or the file was replaced)
-// is counted again from its start.
-func (c *LineCounter) Count() (int, error) {
-	f, err := os.Open(c.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return c.acks, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("torture: counting acks: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, fmt.Errorf("torture: counting acks: %w", err)
-	}
-	if fi.Size() < c.pos {
-		c.pos, c.acks = 0, 0
-	}
-	for {
-		n, err := f.ReadAt(c.buf, c.pos)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, fmt.Errorf("torture: counting acks: %w", err)
-		}
-		used := c.scan(c.buf[:n])
-		if n < len(c.buf) {
-			return c.acks, nil // the end of the file
-		}
-		if used == 0 { // one line longer than the buffer
-			c.buf = make([]byte, 2*len(c.buf))
-		}
-	}
-}
-
-// scan counts the complete lines of b and returns the bytes they take.
-// The bytes after the last '\n' are a line not complete yet (or torn):
-// they are read again by the next Count.
-func (c *LineCounter) scan(b []byte) int {
-	used := 0
-	for {
-		i := bytes.IndexByte(b[used:], '\n')
-		if i < 0 {
-			c.pos += int64(used)
-			return used
-		}
-		if line := b[used : used+i]; len(line) > 0 && line[0] != '#' {
-			c.acks++
-		}
-		used += i + 1
-	}
-}
 
 // Sample is an ack log's acknowledgement count at an instant.
 type Sample struct {
@@ -96,7 +25,7 @@ type Sample struct {
 // Sampler samples an ack log's count every Interval in a goroutine of its
 // own, which Stop ends.
 type Sampler struct {
-	counter  *LineCounter
+	counter  *plogcheck.AckCounter
 	interval time.Duration
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -116,7 +45,7 @@ func StartSampler(ctx context.Context, path string, interval time.Duration) (*Sa
 	if interval <= 0 {
 		return nil, fmt.Errorf("torture: sample interval %v, must be > 0", interval)
 	}
-	s := &Sampler{counter: NewLineCounter(path), interval: interval, done: make(chan struct{})}
+	s := &Sampler{counter: plogcheck.NewAckCounter(path), interval: interval, done: make(chan struct{})}
 	if err := s.sample(); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package torture
 import (
 	"context"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlseq/cqlseq/plog/plogcheck/plogchecktest"
 	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
@@ -148,52 +148,13 @@ func TestTargetsString(t *testing.T) {
 	assert.Equal(t, "none", Targets{}.String(2*time.Second))
 }
 
-func TestLineCounterCountsCompleteAckLines(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "acks.log")
-	c := NewLineCounter(p)
-	n, err := c.Count()
-	require.NoError(t, err)
-	require.Zero(t, n, "no file yet")
-
-	appendTo(t, p, "# bench header\n0 1 5 1:1,2:1\n1 1 6 1:1")
-	n, err = c.Count()
-	require.NoError(t, err)
-	require.Equal(t, 1, n, "the torn last line is not counted")
-
-	appendTo(t, p, ",2:1\n\n# another run\n0 2 7 1:2,2:2\n")
-	n, err = c.Count()
-	require.NoError(t, err)
-	require.Equal(t, 3, n, "the completed line counts once, comments and empty lines never")
-
-	// A new bench cuts a torn tail: the file shrank, it is counted again.
-	appendTo(t, p, "0 3 7 1:")
-	require.NoError(t, os.Truncate(p, int64(len("# bench header\n0 1 5 1:1,2:1\n"))))
-	n, err = c.Count()
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-}
-
-func TestLineCounterReadsLinesLongerThanItsBuffer(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "acks.log")
-	c := NewLineCounter(p)
-	c.buf = make([]byte, 8)
-	appendTo(t, p, "0 1 5 1:1,2:1,3:1,4:1\n0 2 5 1:2\n#c\n0 3")
-	n, err := c.Count()
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	appendTo(t, p, " 5 1:3\n")
-	n, err = c.Count()
-	require.NoError(t, err)
-	require.Equal(t, 3, n)
-}
-
 func TestSamplerSamplesAGrowingLogAndStops(t *testing.T) {
 	defer leakcheck.VerifyNone(t)
 	p := filepath.Join(t.TempDir(), "acks.log")
 	s, err := StartSampler(context.Background(), p, 5*time.Millisecond)
 	require.NoError(t, err)
 	for range 20 {
-		appendTo(t, p, "0 1 1 1:1\n")
+		plogchecktest.AppendAckLog(t, p, "0 1 1 1:1\n")
 		time.Sleep(2 * time.Millisecond)
 	}
 	s.Stop()
@@ -210,13 +171,4 @@ func TestSamplerSamplesAGrowingLogAndStops(t *testing.T) {
 	}
 	_, err = StartSampler(context.Background(), p, 0)
 	require.Error(t, err)
-}
-
-func appendTo(t *testing.T, path, s string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	require.NoError(t, err)
-	_, err = f.WriteString(s)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
 }

@@ -3,9 +3,12 @@ package torture
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 )
 
-// Verdict is what the campaign takes from cqlseq verify --json.
+// Verdict is what the campaign takes from cqlseq verify --json: its
+// table's counts, from plogcheck's report.
 type Verdict struct {
 	OK bool
 	// Lost, Duplicates and Regressions count the findings of those kinds,
@@ -18,43 +21,23 @@ type Verdict struct {
 	Acks int
 }
 
-// verifyReport is the part of verify's JSON report the campaign reads.
-type verifyReport struct {
-	OK         bool `json:"ok"`
-	Partitions []struct {
-		Problems uint64            `json:"problems"`
-		ByKind   map[string]uint64 `json:"by_kind"`
-	} `json:"partitions"`
-	Acks *struct {
-		Acks     int               `json:"acks"`
-		Problems uint64            `json:"problems"`
-		ByKind   map[string]uint64 `json:"by_kind"`
-	} `json:"acks"`
-}
-
-// ParseVerdict reads verify's JSON report. The report's own "ok" decides:
-// a finding of a kind the campaign does not name still fails it.
+// ParseVerdict reads verify's JSON report into a plogcheck.Report and
+// takes its verdict: Report.Passed decides, so a finding of a kind the
+// table has no column for still fails the campaign.
 func ParseVerdict(b []byte) (Verdict, error) {
-	var r verifyReport
+	var r plogcheck.Report
 	if err := json.Unmarshal(b, &r); err != nil {
 		return Verdict{}, fmt.Errorf("torture: verify's JSON report: %w", err)
 	}
-	v := Verdict{OK: r.OK}
-	add := func(problems uint64, byKind map[string]uint64) {
-		v.Problems += problems
-		v.Lost += byKind["lost"]
-		v.Duplicates += byKind["duplicate"] + byKind["backwards"]
-		v.Regressions += byKind["regression"]
-	}
-	for _, p := range r.Partitions {
-		add(p.Problems, p.ByKind)
+	v := Verdict{
+		OK:          r.Passed(),
+		Lost:        r.Count(plogcheck.Lost),
+		Duplicates:  r.Count(plogcheck.Duplicate, plogcheck.Backwards),
+		Regressions: r.Count(plogcheck.Regression),
+		Problems:    r.Problems(),
 	}
 	if r.Acks != nil {
 		v.Acks = r.Acks.Acks
-		add(r.Acks.Problems, r.Acks.ByKind)
-	}
-	if v.Problems > 0 {
-		v.OK = false
 	}
 	return v, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck/plogchecktest"
 	"github.com/cqlseq/cqlseq/plog/voedger"
 	"github.com/cqlseq/cqlseq/plog/voedger/voedgertest"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
@@ -175,11 +176,11 @@ func TestActualizeUsage(t *testing.T) {
 
 // TestActualizeCQLSeqFormat: the same command over cqlseq's own PLog.
 func TestActualizeCQLSeqFormat(t *testing.T) {
-	path := planted{
-		events:     []plog.Event{ev(1, 7, 5, 1), ev(2, 8, 1, 1), ev(3, 7, 6, 2)},
-		storedNext: 3, // event 3 is the tail
-		stored:     []isequencer.SeqValue{val(7, 1, 5), val(7, 2, 1), val(8, 1, 1), val(8, 2, 1)},
-	}.write(t)
+	path := writePlanted(t, plogchecktest.Planted{
+		Events:     []plog.Event{ev(1, 7, 5, 1), ev(2, 8, 1, 1), ev(3, 7, 6, 2)},
+		StoredNext: 3, // event 3 is the tail
+		Stored:     []isequencer.SeqValue{val(7, 1, 5), val(7, 2, 1), val(8, 1, 1), val(8, 2, 1)},
+	})
 	r := runCLI(t, "actualize", "--file", path, "--app", "1", "--partition", "0")
 	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "partition 0: stored next offset 3, 1 event read, next PLog offset 4\n  WSID 7  SeqID 1  last 6  next 7\n  WSID 7  SeqID 2  last 2  next 3\n")

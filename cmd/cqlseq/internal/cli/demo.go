@@ -12,9 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // demoAfter bounds the commands the demo runs after the restart.
@@ -255,19 +258,24 @@ func demoLoadErr(ctx context.Context, r *loadResult) error {
 }
 
 func demoVerify(ctx context.Context, e *env, st storage.Storage, f *demoFlags) error {
-	var sum scanResult
-	var failed []*scanResult
+	rd, err := plog.NewReader(st, plog.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	o := plogcheck.PartitionOptions{Stored: vvmadapter.New(st, isequencer.ClusterAppID(f.load.app))}
+	var sum plogcheck.PartitionReport
+	var failed []*plogcheck.PartitionReport
 	for p := range f.load.partitions {
-		r, err := scanPartition(ctx, st, isequencer.ClusterAppID(f.load.app), isequencer.PartitionID(p), 0, nil)
+		r, err := plogcheck.Partition(ctx, rd, isequencer.PartitionID(p), o)
 		if err != nil {
-			return fmt.Errorf("verify partition %d: %w", p, err)
+			return fmt.Errorf("verify: %w", err)
 		}
 		sum.Events += r.Events
 		sum.Workspaces += r.Workspaces
 		sum.Keys += r.Keys
 		sum.Numbers += r.Numbers
 		sum.Problems += r.Problems
-		if !r.ok() {
+		if !r.OK() {
 			failed = append(failed, r)
 		}
 	}
@@ -286,15 +294,12 @@ func demoVerify(ctx context.Context, e *env, st storage.Storage, f *demoFlags) e
 	return fmt.Errorf("%w: %s problems", errVerifyFailed, commas(sum.Problems))
 }
 
-func printFindings(w io.Writer, r *scanResult) {
+// printFindings lists a partition's findings, and how many more it found.
+func printFindings(w io.Writer, r *plogcheck.PartitionReport) {
 	for _, fd := range r.Listed {
-		fmt.Fprintf(w, "  partition %d %s: %s\n", r.Partition, fd.Kind, fd.Text)
+		fmt.Fprintf(w, "  partition %d %s\n", r.Partition, fd)
 	}
-	var listed uint64
-	for _, n := range r.ByKind {
-		listed += min(n, maxListed)
-	}
-	if r.Problems > listed {
-		fmt.Fprintf(w, "  partition %d: %s more not listed\n", r.Partition, commas(r.Problems-listed))
+	if n := r.Unlisted(); n > 0 {
+		fmt.Fprintf(w, "  partition %d: %s more not listed\n", r.Partition, commas(n))
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 type verifyFlags struct {
@@ -82,27 +85,12 @@ func validPartitions(ps []uint) []error {
 	return nil
 }
 
-// verifyJSON is what --json writes.
+// verifyJSON is what --json writes: plogcheck's report with the store and
+// the application.
 type verifyJSON struct {
-	Store      string            `json:"store"`
-	App        uint32            `json:"app"`
-	OK         bool              `json:"ok"`
-	Partitions []verifyPartition `json:"partitions"`
-	Acks       *ackResult        `json:"acks,omitempty"`
-}
-
-type verifyPartition struct {
-	Partition  uint16            `json:"partition"`
-	StoredNext uint64            `json:"stored_next_offset"`
-	Events     uint64            `json:"events"`
-	LastOffset uint64            `json:"last_offset"`
-	Tail       uint64            `json:"tail"`
-	Workspaces int               `json:"workspaces"`
-	Keys       int               `json:"keys"`
-	Numbers    uint64            `json:"numbers"`
-	Problems   uint64            `json:"problems"`
-	ByKind     map[string]uint64 `json:"by_kind,omitempty"`
-	Listed     []finding         `json:"listed,omitempty"`
+	Store string `json:"store"`
+	App   uint32 `json:"app"`
+	plogcheck.Report
 }
 
 func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
@@ -118,47 +106,43 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, store.close()) }()
+	rd, err := plog.NewReader(store.st, plog.ReaderOptions{PageTimeout: scanPageTimeout})
+	if err != nil {
+		return err
+	}
 	w := e.stdout
 	fmt.Fprintf(w, "verify: %s, app %d\n", store.desc, f.app)
-	out := verifyJSON{Store: store.desc, App: f.app, OK: true}
-	var problems uint64
+	out := verifyJSON{Store: store.desc, App: f.app}
 	for _, p := range f.partitions {
-		part := isequencer.PartitionID(p)
 		bar := e.newBar(-1, fmt.Sprintf("partition %d", p))
-		var progress func(events, estimate uint64)
+		o := plogcheck.PartitionOptions{Stored: vvmadapter.New(store.st, isequencer.ClusterAppID(f.app))}
 		if bar != nil {
-			progress = func(n, estimate uint64) {
+			o.Progress = func(n, estimate uint64) {
 				if m := int64(max(n, estimate)); m != bar.GetMax64() {
 					bar.ChangeMax64(m)
 				}
 				_ = bar.Set64(int64(n))
 			}
 		}
-		r, err := scanPartition(ctx, store.st, isequencer.ClusterAppID(f.app), part, scanPageTimeout, progress)
+		r, err := plogcheck.Partition(ctx, rd, isequencer.PartitionID(p), o)
 		if bar != nil {
 			_ = bar.Finish()
 		}
 		if err != nil {
-			return fmt.Errorf("partition %d: %w", p, err)
+			return err
 		}
 		printScan(e, r)
-		problems += r.Problems
-		out.OK = out.OK && r.ok()
-		out.Partitions = append(out.Partitions, verifyPartition{
-			Partition: uint16(r.Partition), StoredNext: uint64(r.StoredNext), Events: r.Events, LastOffset: uint64(r.Last),
-			Tail: r.Tail, Workspaces: r.Workspaces, Keys: r.Keys, Numbers: r.Numbers, Problems: r.Problems,
-			ByKind: r.ByKind, Listed: r.Listed,
-		})
+		out.Partitions = append(out.Partitions, r)
 	}
 	if f.acks != "" {
 		ar, err := verifyAcks(ctx, e, store.st, f.acks)
 		if err != nil {
 			return err
 		}
-		problems += ar.Problems
-		out.OK = out.OK && ar.Problems == 0
 		out.Acks = ar
 	}
+	problems := out.Problems()
+	out.OK = problems == 0
 	if jsonOut != nil {
 		if err := jsonOut.write(&out); err != nil {
 			return err
@@ -170,7 +154,7 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 	return nil
 }
 
-func printScan(e *env, r *scanResult) {
+func printScan(e *env, r *plogcheck.PartitionReport) {
 	w := e.stdout
 	next := "none stored"
 	if r.StoredNext > 0 {
@@ -180,13 +164,16 @@ func printScan(e *env, r *scanResult) {
 		r.Partition, plural(r.Events, "event", "events"), r.Last, next, plural(r.Tail, "event", "events"))
 	fmt.Fprintf(w, "  %s workspaces, %s (WSID, SeqID) sequences, %s numbers checked: ",
 		commas(uint64(r.Workspaces)), commas(uint64(r.Keys)), commas(r.Numbers))
-	if r.ok() {
+	if r.OK() {
 		fmt.Fprintln(w, "OK")
 		return
 	}
 	fmt.Fprintf(w, "FAILED, %s problems\n", commas(r.Problems))
 	printFindings(w, r)
 }
+
+// errVerifyFailed marks a verification that found problems (exit 1).
+var errVerifyFailed = errors.New("verification failed")
 
 // scanPageTimeout is the per-page timeout of a scan; the cql store has
 // its own per-query timeout too.

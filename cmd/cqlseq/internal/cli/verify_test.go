@@ -13,57 +13,30 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
+	"github.com/cqlseq/cqlseq/plog/plogcheck/plogchecktest"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
 	"github.com/cqlseq/cqlseq/storage/mem"
-	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
-// planted describes a PLog and stored state written straight to a bbolt
-// file, bypassing the sequencer.
-type planted struct {
-	events     []plog.Event // in partition 0 of app 1
-	storedNext isequencer.PLogOffset
-	stored     []isequencer.SeqValue
-}
-
-func (p planted) write(t *testing.T) string {
+// writePlanted writes p to a new bbolt file and returns its path.
+func writePlanted(t *testing.T, p plogchecktest.Planted) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "planted.db")
 	st, err := boltdb.Open(path, boltdb.Options{NoSync: true})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, st.Close()) }()
-	ctx := context.Background()
-	w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Mode: plog.ModeTrust2})
-	require.NoError(t, err)
-	for i := range p.events {
-		require.NoError(t, w.Write(ctx, &p.events[i]))
-	}
-	ad := vvmadapter.New(st, 1)
-	require.NoError(t, ad.PutNumbers(ctx, p.stored))
-	if p.storedNext > 0 {
-		require.NoError(t, ad.PutPLogOffset(ctx, 0, p.storedNext))
-	}
+	p.Write(t, st)
 	return path
 }
 
-func ev(off isequencer.PLogOffset, ws isequencer.WSID, nums ...isequencer.Number) plog.Event {
-	e := plog.Event{Offset: off, WSID: ws, WSKind: wsKind}
-	for i, n := range nums {
-		e.Numbers = append(e.Numbers, plog.SeqNumber{SeqID: isequencer.SeqID(i + 1), Number: n})
-	}
-	return e
-}
-
-func val(ws isequencer.WSID, id isequencer.SeqID, n isequencer.Number) isequencer.SeqValue {
-	return isequencer.SeqValue{Key: isequencer.NumberKey{WSID: ws, SeqID: id}, Value: n}
-}
+var (
+	ev  = plogchecktest.Event // WSKind 1: wsKind
+	val = plogchecktest.Value
+)
 
 func TestVerifyPassesAConsistentLog(t *testing.T) {
-	path := planted{
-		events:     []plog.Event{ev(1, 7, 5, 1), ev(2, 8, 1, 1), ev(3, 7, 6, 2), ev(4, 7, 9, 3)},
-		storedNext: 4, // event 4 is the unflushed tail: its numbers are above the stored ones
-		stored:     []isequencer.SeqValue{val(7, 1, 6), val(7, 2, 2), val(8, 1, 1), val(8, 2, 1)},
-	}.write(t)
+	path := writePlanted(t, plogchecktest.Consistent())
 	r := runCLI(t, "verify", "--file", path)
 	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "4 events (last offset 4), stored next offset 4 (1 event in the unflushed tail)")
@@ -71,12 +44,7 @@ func TestVerifyPassesAConsistentLog(t *testing.T) {
 }
 
 func TestVerifyCatchesDuplicate(t *testing.T) {
-	path := planted{
-		// WSID 7 SeqID 1 gets number 5 twice: offsets 1 and 2.
-		events:     []plog.Event{ev(1, 7, 5), ev(2, 7, 5), ev(3, 7, 6)},
-		storedNext: 4,
-		stored:     []isequencer.SeqValue{val(7, 1, 6)},
-	}.write(t)
+	path := writePlanted(t, plogchecktest.Duplicate())
 	jf := filepath.Join(t.TempDir(), "v.json")
 	r := runCLI(t, "verify", "--file", path, "--json", jf)
 	require.Equal(t, ExitFailure, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
@@ -92,29 +60,18 @@ func TestVerifyCatchesDuplicate(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &out))
 	assert.False(t, out.OK)
 	require.Len(t, out.Partitions, 1)
-	assert.Equal(t, map[string]uint64{findDuplicate: 1}, out.Partitions[0].ByKind)
+	assert.Equal(t, map[plogcheck.Kind]uint64{plogcheck.Duplicate: 1}, out.Partitions[0].ByKind)
 }
 
 func TestVerifyCatchesNumberGoingBack(t *testing.T) {
-	path := planted{
-		events:     []plog.Event{ev(1, 7, 5), ev(2, 7, 9), ev(3, 7, 6)},
-		storedNext: 4,
-		stored:     []isequencer.SeqValue{val(7, 1, 9)},
-	}.write(t)
+	path := writePlanted(t, plogchecktest.Backwards())
 	r := runCLI(t, "verify", "--file", path)
 	require.Equal(t, ExitFailure, r.code, "stdout:\n%s", r.stdout)
 	assert.Contains(t, r.stdout, "backwards: WSID 7 SeqID 1: number 6 at offset 3 is below 9 at offset 2")
 }
 
 func TestVerifyCatchesRegression(t *testing.T) {
-	path := planted{
-		// The stored number of WSID 7 SeqID 2 (3) is below the 4 the
-		// flushed event at offset 2 carries; SeqID 1's is fine. The
-		// event at 3 is the tail: its 12 is not a regression.
-		events:     []plog.Event{ev(1, 7, 5, 1), ev(2, 7, 9, 4), ev(3, 7, 12, 5)},
-		storedNext: 3,
-		stored:     []isequencer.SeqValue{val(7, 1, 9), val(7, 2, 3)},
-	}.write(t)
+	path := writePlanted(t, plogchecktest.Regression())
 	r := runCLI(t, "verify", "--file", path)
 	require.Equal(t, ExitFailure, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	requireOneLine(t, r)
@@ -123,16 +80,14 @@ func TestVerifyCatchesRegression(t *testing.T) {
 }
 
 func TestVerifyCatchesMissingStoredNumber(t *testing.T) {
-	path := planted{events: []plog.Event{ev(1, 7, 5)}, storedNext: 2}.write(t)
+	path := writePlanted(t, plogchecktest.MissingStored())
 	r := runCLI(t, "verify", "--file", path)
 	require.Equal(t, ExitFailure, r.code, "stdout:\n%s", r.stdout)
 	assert.Contains(t, r.stdout, "regression: WSID 7 SeqID 1: stored number 0 is below 5 at offset 1")
 }
 
 func TestVerifyCatchesOffsetBeyondLog(t *testing.T) {
-	// Offset 2 is missing: the reader stops at 1, and the stored next
-	// offset 4 claims events it cannot see.
-	path := planted{events: []plog.Event{ev(1, 7, 5), ev(3, 7, 6)}, storedNext: 4, stored: []isequencer.SeqValue{val(7, 1, 6)}}.write(t)
+	path := writePlanted(t, plogchecktest.OffsetBeyondLog())
 	r := runCLI(t, "verify", "--file", path)
 	require.Equal(t, ExitFailure, r.code, "stdout:\n%s", r.stdout)
 	assert.Contains(t, r.stdout, "offset: stored next PLog offset 4 is beyond the log's end (last event at offset 1)")
@@ -140,24 +95,24 @@ func TestVerifyCatchesOffsetBeyondLog(t *testing.T) {
 
 func TestVerifyListsAtMostMaxListed(t *testing.T) {
 	var events []plog.Event
-	for i := range 2*maxListed + 1 {
+	for i := range 2*plogcheck.MaxListed + 1 {
 		events = append(events, ev(isequencer.PLogOffset(i+1), 7, 5))
 	}
-	path := planted{events: events}.write(t)
+	path := writePlanted(t, plogchecktest.Planted{Events: events})
 	r := runCLI(t, "verify", "--file", path)
 	require.Equal(t, ExitFailure, r.code)
-	assert.Equal(t, maxListed, strings.Count(r.stdout, "duplicate:"))
+	assert.Equal(t, plogcheck.MaxListed, strings.Count(r.stdout, "duplicate:"))
 	assert.Contains(t, r.stdout, "partition 0: 20 more not listed")
 }
 
 func TestInspectPlanted(t *testing.T) {
 	e := ev(1, 7, 5, 1)
 	e.Records, e.WLogOffset, e.Payload = []plog.RecordID{5}, 1, []byte("abc")
-	path := planted{
-		events:     []plog.Event{e, ev(2, 7, 6, 2)},
-		storedNext: 2,
-		stored:     []isequencer.SeqValue{val(7, 1, 5), val(7, 2, 1)},
-	}.write(t)
+	path := writePlanted(t, plogchecktest.Planted{
+		Events:     []plog.Event{e, ev(2, 7, 6, 2)},
+		StoredNext: 2,
+		Stored:     []isequencer.SeqValue{val(7, 1, 5), val(7, 2, 1)},
+	})
 	r := runCLI(t, "inspect", "--file", path, "--ws", "7,8")
 	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	for _, want := range []string{

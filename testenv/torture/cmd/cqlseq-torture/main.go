@@ -63,6 +63,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 	"github.com/cqlseq/cqlseq/testenv/torture"
@@ -547,7 +548,7 @@ func busyFailed(b []byte) string {
 // countAcks counts the complete acknowledgement lines of path (0 if it
 // cannot be read).
 func countAcks(path string) int {
-	n, err := torture.NewLineCounter(path).Count()
+	n, err := plogcheck.NewAckCounter(path).Count()
 	if err != nil {
 		return 0
 	}
@@ -558,7 +559,7 @@ func countAcks(path string) int {
 // how long that took, or an error after limit.
 func waitAcks(ctx context.Context, path string, n int, limit time.Duration) (time.Duration, error) {
 	began := time.Now()
-	c := torture.NewLineCounter(path)
+	c := plogcheck.NewAckCounter(path)
 	for {
 		got, err := c.Count()
 		if err != nil {
@@ -1232,12 +1233,15 @@ func (t *tort) owners(ctx context.Context) error {
 	var violations []string
 	for i, rd := range rounds {
 		in := torture.Takeover{}
-		if in.AAcks, err = torture.ReadAckOffsets(rd.ackA); err != nil {
+		a, err := plogcheck.ReadAckLog(rd.ackA)
+		if err != nil {
 			return err
 		}
-		if in.BAcks, err = torture.ReadAckOffsets(rd.ackB); err != nil {
+		b, err := plogcheck.ReadAckLog(rd.ackB)
+		if err != nil {
 			return err
 		}
+		in.AAcks, in.BAcks = torture.AckOffsets(a.Acks), torture.AckOffsets(b.Acks)
 		for _, e := range events {
 			if o := ownerOf(i, e.payload); o != torture.OwnerOther {
 				in.Events = append(in.Events, torture.OwnedEvent{Partition: e.part, Offset: e.off, Owner: o})
@@ -1308,9 +1312,8 @@ func concatAcks(path string, logs []string) error {
 		if err != nil {
 			return err
 		}
-		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
-			buf.Write(b[:i+1])
-		}
+		complete, _ := plogcheck.CompleteLines(b)
+		buf.Write(complete)
 	}
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
