@@ -23,9 +23,10 @@ import (
 // default; renewed every 4.7 s by LWTs) while each node in turn is paused
 // for longer than the lease: a healthy owner must never lose it, so nobody
 // takes over. A renewal sent to the paused node before it is suspected
-// waits out its attempt (4 s) and, while gossip has not yet convicted the
-// node, Paxos rounds on the healthy coordinators are slow too: shorter
-// leases leave no time for the retry.
+// waits out its attempt (4 s) and is retried at once on another
+// coordinator; while gossip has not yet convicted the node, Paxos rounds
+// there are slow too (a precondition read waits 1 s for its speculative
+// retry), which shorter leases leave no time for.
 func TestOwnerKeepsItsLeaseWhileAReplicaIsPaused(t *testing.T) {
 	c := cluster(t)
 	st := itest.OpenStore(t, func(o *cql.Options) { o.Timeout = cql.DefaultTimeout })
