@@ -33,12 +33,11 @@ type allocReport struct {
 // every ID is unique, and inspect galloc shows the record.
 func TestAllocSpawnedProcesses(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := itest.BuildCLI(t)
 	js := filepath.Join(t.TempDir(), "alloc.json")
 	name := itest.UniqueName("alloc")
-	r := cqlseq(t, bin, args([]string{"alloc", "--spawn", "--name", name, "--procs", "4", "--goroutines", "16",
+	r := itest.RunCLI(t, args([]string{"alloc", "--spawn", "--name", name, "--procs", "4", "--goroutines", "16",
 		"--ids", "200000", "--chunk", "5000", "--json", js}, storeFlags(itest.Keyspace()))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	b, err := os.ReadFile(js)
 	require.NoError(t, err)
 	var rep allocReport
@@ -52,7 +51,7 @@ func TestAllocSpawnedProcesses(t *testing.T) {
 	assert.LessOrEqual(t, rep.Wasted, uint64(4*2*5000))
 	assert.Equal(t, rep.Fetches+rep.Conflicts+rep.Abandoned+4, rep.LWTs, "one LWT per chunk (and per lost swap, per allocation cut short, the opening inserts)")
 
-	r = cqlseq(t, bin, args([]string{"inspect", "galloc", name}, storeFlags(itest.Keyspace()))...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "chunk size        5,000")
+	r = itest.RunCLI(t, args([]string{"inspect", "galloc", name}, storeFlags(itest.Keyspace()))...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "chunk size        5,000")
 }

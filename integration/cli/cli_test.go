@@ -4,12 +4,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,33 +23,6 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
-
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-// cqlseq runs the binary with args.
-func cqlseq(t *testing.T, bin string, args ...string) result {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("running cqlseq %q: %v", args, err)
-	}
-	t.Logf("cqlseq %s -> %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
-	return r
-}
 
 func hostsFlag() []string { return []string{"--hosts", strings.Join(itest.Hosts(), ",")} }
 
@@ -71,7 +41,6 @@ func args(parts ...[]string) []string {
 
 func TestMigrate(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := itest.BuildCLI(t)
 	s := itest.Session(t)
 	ks := itest.UniqueName("cqlseq_cli_")
 	t.Cleanup(func() {
@@ -82,31 +51,31 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
-	r := cqlseq(t, bin, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "keyspace "+ks)
-	assert.Contains(t, r.stdout, "("+itest.Engine()+")", "--engine auto finds the engine")
-	assert.Contains(t, r.stdout, "applied versions [0 1 2]")
+	r := itest.RunCLI(t, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "keyspace "+ks)
+	assert.Contains(t, r.Stdout, "("+itest.Engine()+")", "--engine auto finds the engine")
+	assert.Contains(t, r.Stdout, "applied versions [0 1 2]")
 
-	r = cqlseq(t, bin, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "is up to date")
+	r = itest.RunCLI(t, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "is up to date")
 
 	// The migrated keyspace takes a bench.
-	r = cqlseq(t, bin, args([]string{"bench", "--duration", "500ms", "--partitions", "1", "--workspaces", "10"}, storeFlags(ks))...)
-	require.Equal(t, 0, r.code, r.stderr)
+	r = itest.RunCLI(t, args([]string{"bench", "--duration", "500ms", "--partitions", "1", "--workspaces", "10"}, storeFlags(ks))...)
+	require.Equal(t, 0, r.Code, r.Stderr)
 
 	// Without --create-keyspace a missing keyspace is a one-line failure.
-	r = cqlseq(t, bin, args([]string{"migrate", "--create-keyspace=false", "--keyspace", itest.UniqueName("cqlseq_none_")}, hostsFlag())...)
-	assert.Equal(t, 1, r.code)
-	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
-	assert.Contains(t, r.stderr, "keyspace does not exist")
+	r = itest.RunCLI(t, args([]string{"migrate", "--create-keyspace=false", "--keyspace", itest.UniqueName("cqlseq_none_")}, hostsFlag())...)
+	assert.Equal(t, 1, r.Code)
+	assert.Equal(t, 1, strings.Count(r.Stderr, "\n"), r.Stderr)
+	assert.Contains(t, r.Stderr, "keyspace does not exist")
 
 	// A keyspace without the schema: bench says so in one line.
-	r = cqlseq(t, bin, args([]string{"bench", "--duration", "1s"}, storeFlags(itest.UniqueName("cqlseq_none_")))...)
-	assert.Equal(t, 1, r.code)
-	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
-	assert.Contains(t, r.stderr, "cqlseq migrate")
+	r = itest.RunCLI(t, args([]string{"bench", "--duration", "1s"}, storeFlags(itest.UniqueName("cqlseq_none_")))...)
+	assert.Equal(t, 1, r.Code)
+	assert.Equal(t, 1, strings.Count(r.Stderr, "\n"), r.Stderr)
+	assert.Contains(t, r.Stderr, "cqlseq migrate")
 }
 
 // benchReport is the part of bench's JSON report the tests read.
@@ -135,17 +104,16 @@ type phase struct {
 
 func TestBenchInspectVerify(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := itest.BuildCLI(t)
 	ks := itest.Keyspace()
 	const app = "7"
 	dir := t.TempDir()
 	var commands uint64
 	for _, mode := range []string{"trust0", "trust2"} {
 		jf := filepath.Join(dir, mode+".json")
-		r := cqlseq(t, bin, args([]string{"bench", "--app", app, "--mode", mode, "--duration", "2s", "--partitions", "2",
+		r := itest.RunCLI(t, args([]string{"bench", "--app", app, "--mode", mode, "--duration", "2s", "--partitions", "2",
 			"--workspaces", "200", "--baseline", "--json", jf}, storeFlags(ks))...)
-		require.Equal(t, 0, r.code, r.stderr)
-		assert.Empty(t, r.stderr)
+		require.Equal(t, 0, r.Code, r.Stderr)
+		assert.Empty(t, r.Stderr)
 		b, err := os.ReadFile(jf)
 		require.NoError(t, err)
 		var rep benchReport
@@ -165,9 +133,9 @@ func TestBenchInspectVerify(t *testing.T) {
 	}
 
 	// Both runs' events, one log per partition, verify.
-	r := cqlseq(t, bin, args([]string{"verify", "--app", app, "--partition", "0,1", "--json", filepath.Join(dir, "verify.json")}, storeFlags(ks))...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Equal(t, 2, strings.Count(r.stdout, ": OK\n"), r.stdout)
+	r := itest.RunCLI(t, args([]string{"verify", "--app", app, "--partition", "0,1", "--json", filepath.Join(dir, "verify.json")}, storeFlags(ks))...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Equal(t, 2, strings.Count(r.Stdout, ": OK\n"), r.Stdout)
 	var v struct {
 		OK         bool `json:"ok"`
 		Partitions []struct {
@@ -182,18 +150,17 @@ func TestBenchInspectVerify(t *testing.T) {
 	assert.GreaterOrEqual(t, v.Partitions[0].Events+v.Partitions[1].Events, commands, "every command's event is in the log")
 
 	// Inspect: workspace 1 lives in partition 0; the first event is decoded.
-	r = cqlseq(t, bin, args([]string{"inspect", "--app", app, "--partition", "0", "--ws", "1", "--limit", "2"}, storeFlags(ks))...)
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "next PLog offset  ")
-	assert.Contains(t, r.stdout, "epoch ")
-	assert.Contains(t, r.stdout, "offset 1: WSID ")
-	assert.Contains(t, r.stdout, "offset 2: WSID ")
-	assert.Contains(t, r.stdout, "numbers [1:1 2:1] records [1]", "the first event of a workspace takes the first numbers")
+	r = itest.RunCLI(t, args([]string{"inspect", "--app", app, "--partition", "0", "--ws", "1", "--limit", "2"}, storeFlags(ks))...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Contains(t, r.Stdout, "next PLog offset  ")
+	assert.Contains(t, r.Stdout, "epoch ")
+	assert.Contains(t, r.Stdout, "offset 1: WSID ")
+	assert.Contains(t, r.Stdout, "offset 2: WSID ")
+	assert.Contains(t, r.Stdout, "numbers [1:1 2:1] records [1]", "the first event of a workspace takes the first numbers")
 }
 
 func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
 	itest.NoLeaks(t)
-	bin := itest.BuildCLI(t)
 	ks := itest.Keyspace()
 	func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -212,9 +179,9 @@ func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
 		require.NoError(t, ad.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 77, SeqID: 1}, Value: 6}}))
 		require.NoError(t, ad.PutPLogOffset(ctx, 3, 4))
 	}()
-	r := cqlseq(t, bin, args([]string{"verify", "--app", "9", "--partition", "3"}, storeFlags(ks))...)
-	assert.Equal(t, 1, r.code)
-	assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
-	assert.Contains(t, r.stderr, "verification failed")
-	assert.Contains(t, r.stdout, "duplicate: WSID 77 SeqID 1: number 5 at offset 2 was already issued at offset 1")
+	r := itest.RunCLI(t, args([]string{"verify", "--app", "9", "--partition", "3"}, storeFlags(ks))...)
+	assert.Equal(t, 1, r.Code)
+	assert.Equal(t, 1, strings.Count(r.Stderr, "\n"), r.Stderr)
+	assert.Contains(t, r.Stderr, "verification failed")
+	assert.Contains(t, r.Stdout, "duplicate: WSID 77 SeqID 1: number 5 at offset 2 was already issued at offset 1")
 }

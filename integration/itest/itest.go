@@ -17,6 +17,9 @@
 // One uniquely named keyspace is created (and migrated) per test binary and
 // dropped at the end; tests sharing it must use keys of their own, or take a
 // fresh keyspace with NewKeyspace.
+//
+// Tests of the cqlseq binary run it with RunCLI (or ExecCLI), which builds
+// it once per test binary (CLI).
 package itest
 
 import (
@@ -26,8 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,6 +87,7 @@ func Main(m *testing.M) int {
 	}
 	testCluster.keyspace = ks
 	code := m.Run()
+	removeCLI()
 	if err := drop(); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: dropping keyspace %s: %v\n", ks, err)
 	}
@@ -322,27 +324,4 @@ func OpenStore(tb testing.TB, tune ...func(*cql.Options)) *cql.Store {
 func NoLeaks(t testing.TB) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, ignore) })
-}
-
-// BuildCLI builds cmd/cqlseq of this checkout into a temporary directory of
-// tb and returns the binary's path.
-func BuildCLI(tb testing.TB) string {
-	tb.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		tb.Fatalf("the go tool builds the binary under test: %v", err)
-	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	bin := filepath.Join(tb.TempDir(), "cqlseq")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", bin, "./cmd/cqlseq")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build ./cmd/cqlseq: %v: %s", err, out)
-	}
-	return bin
 }

@@ -8,11 +8,11 @@
 //
 // CQLSEQ_SECURE_STATE, if set, names the state file of a running secure
 // node (cassandra-launcher up -secure) to use instead of starting one. The
-// package does not use the shared test cluster (no itest.Main).
+// package does not use the shared test cluster (itest.MainLocal, not
+// itest.Main).
 package secure
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -21,10 +21,8 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,6 +36,8 @@ import (
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
+
+func TestMain(m *testing.M) { os.Exit(itest.MainLocal(m)) }
 
 // Secrets: none may appear in any output.
 const (
@@ -99,61 +99,41 @@ func otherCA(t *testing.T) string {
 	return p
 }
 
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-// run runs the binary; a run the 5-minute bound ends is a failure (bench
-// is given an hour: only a stop ends it in time).
-func run(t *testing.T, bin string, args ...string) result {
+// run runs the binary (itest.ExecCLI: a run itest.CLITimeout ends is a
+// failure; bench is given an hour, only a stop ends it in time). No
+// password may reach its output; the log shows those given as flags as ***.
+func run(t *testing.T, args ...string) itest.CLIResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	require.NoError(t, ctx.Err(), "cqlseq %q ran until the test's bound", args)
-	r := result{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("running cqlseq: %v", err)
-	}
+	r := itest.ExecCLI(t, args...)
 	for _, secret := range []string{roPassword, wrongPassword} {
-		require.NotContains(t, r.stdout+r.stderr, secret, "a password reached the output")
+		require.NotContains(t, r.Output(), secret, "a password reached the output")
 	}
 	shown := strings.Join(args, " ")
 	for _, secret := range []string{roPassword, wrongPassword, cassandra.SuperuserPassword} {
 		shown = strings.ReplaceAll(shown, "--password "+secret, "--password ***")
 	}
-	t.Logf("cqlseq %s -> %d\n%s%s", shown, r.code, r.stdout, r.stderr)
+	t.Logf("cqlseq %s -> %d\n%s%s", shown, r.Code, r.Stdout, r.Stderr)
 	return r
 }
 
 // oneLine returns stderr's one line ("cqlseq: ...").
-func oneLine(t *testing.T, r result) string {
+func oneLine(t *testing.T, r itest.CLIResult) string {
 	t.Helper()
-	require.True(t, strings.HasPrefix(r.stderr, "cqlseq: "), "stderr %q", r.stderr)
-	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
-	return r.stderr
+	require.True(t, strings.HasPrefix(r.Stderr, "cqlseq: "), "stderr %q", r.Stderr)
+	require.Equal(t, 1, strings.Count(r.Stderr, "\n"), "one line: %q", r.Stderr)
+	return r.Stderr
 }
 
 func TestSecureNode(t *testing.T) {
 	inst := secureNode(t)
-	bin := itest.BuildCLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	ks := itest.UniqueName("cqlseq_sec_")
 	host := []string{"--hosts", inst.Host, "--host-lookup=false"}
 	super := append([]string{"--username", cassandra.Superuser, "--password", cassandra.SuperuserPassword, "--tls-ca", inst.CAFile}, host...)
 
-	r := run(t, bin, append([]string{"migrate", "--keyspace", ks}, super...)...)
-	require.Equal(t, 0, r.code, "migrate as the superuser over TLS")
+	r := run(t, append([]string{"migrate", "--keyspace", ks}, super...)...)
+	require.Equal(t, 0, r.Code, "migrate as the superuser over TLS")
 
 	s, err := cql.Connect(ctx, cql.Options{Hosts: []string{inst.Host}, DisableInitialHostLookup: true, Username: cassandra.Superuser,
 		Password: cassandra.SuperuserPassword, TLS: caConfig(t, inst.CAFile), Timeout: 30 * time.Second})
@@ -168,9 +148,9 @@ func TestSecureNode(t *testing.T) {
 	})
 
 	t.Run("bench without MODIFY stops at once", func(t *testing.T) {
-		r := run(t, bin, append([]string{"bench", "--store", "cql", "--keyspace", ks, "--mode", "trust0", "--duration", "1h", "--partitions", "2",
+		r := run(t, append([]string{"bench", "--store", "cql", "--keyspace", ks, "--mode", "trust0", "--duration", "1h", "--partitions", "2",
 			"--workspaces", "8", "--username", role, "--password", roPassword, "--tls-ca", inst.CAFile}, host...)...)
-		assert.Equal(t, 1, r.code)
+		assert.Equal(t, 1, r.Code)
 		line := oneLine(t, r)
 		assert.Contains(t, line, "storage: not authorized")
 		assert.Contains(t, line, "MODIFY")
@@ -199,8 +179,8 @@ func TestSecureNode(t *testing.T) {
 		{"plain CQL", []string{"--username", role, "--password", roPassword}, "the node may require TLS", storage.ErrUnavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := run(t, bin, append(append([]string{"verify", "--store", "cql", "--keyspace", ks, "--partition", "0", "--timeout", "10s"}, tc.args...), host...)...)
-			assert.Equal(t, 1, r.code)
+			r := run(t, append(append([]string{"verify", "--store", "cql", "--keyspace", ks, "--partition", "0", "--timeout", "10s"}, tc.args...), host...)...)
+			assert.Equal(t, 1, r.Code)
 			line := oneLine(t, r)
 			assert.Contains(t, line, tc.want)
 			if tc.sentry != storage.ErrUnavailable {
@@ -216,8 +196,8 @@ func TestSecureNode(t *testing.T) {
 		assert.NotContains(t, err.Error(), wrongPassword)
 	})
 	t.Run("--tls-ca with --tls-insecure", func(t *testing.T) {
-		r := run(t, bin, append([]string{"verify", "--store", "cql", "--keyspace", ks, "--partition", "0", "--tls-ca", inst.CAFile, "--tls-insecure"}, host...)...)
-		assert.Equal(t, 2, r.code)
+		r := run(t, append([]string{"verify", "--store", "cql", "--keyspace", ks, "--partition", "0", "--tls-ca", inst.CAFile, "--tls-insecure"}, host...)...)
+		assert.Equal(t, 2, r.Code)
 		assert.Contains(t, oneLine(t, r), "--tls-ca and --tls-insecure are exclusive")
 	})
 }

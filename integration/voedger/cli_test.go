@@ -1,15 +1,12 @@
 package voedger
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,23 +15,6 @@ import (
 	"github.com/cqlseq/cqlseq/plog/voedger/voedgertest"
 	"github.com/cqlseq/cqlseq/storage/cql"
 )
-
-func run(t *testing.T, bin string, args ...string) (string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out, errb bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return out.String() + errb.String(), code
-}
 
 type actualized struct {
 	Partitions []struct {
@@ -58,14 +38,12 @@ func TestCLIActualizeCQL(t *testing.T) {
 	appKS, vvmKS := itest.NewKeyspace(t), itest.NewKeyspace(t)
 	st := itest.OpenStore(t, func(o *cql.Options) { o.Keyspace = appKS })
 	require.NoError(t, g.PutPLog(context.Background(), st))
-	bin := itest.BuildCLI(t)
 	hosts := strings.Join(itest.Hosts(), ",")
 	args := []string{"actualize", "--plog-format", "voedger", "--store", "cql", "--hosts", hosts, "--keyspace", appKS, "--seq-keyspace", vvmKS, "--app", "3", "--partition", "1,2"}
 
 	jf := filepath.Join(t.TempDir(), "a.json")
-	out, code := run(t, bin, append(args, "--json", jf, "--write")...)
-	require.Equal(t, 0, code, out)
-	t.Log(out)
+	res := itest.RunCLI(t, append(args, "--json", jf, "--write")...)
+	require.Equal(t, 0, res.Code, res.Output())
 	b, err := os.ReadFile(jf)
 	require.NoError(t, err)
 	var a actualized
@@ -90,11 +68,11 @@ func TestCLIActualizeCQL(t *testing.T) {
 		assert.Equal(t, v, got, "row %s/%s (%s)", r.PKey, r.CCols, r.Meaning)
 	}
 
-	out, code = run(t, bin, args...)
-	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "partition 1: stored next offset 18, 0 events read")
+	res = itest.RunCLI(t, args...)
+	require.Equal(t, 0, res.Code, res.Output())
+	assert.Contains(t, res.Output(), "partition 1: stored next offset 18, 0 events read")
 
-	out, code = run(t, bin, "verify", "--plog-format", "voedger", "--store", "cql", "--hosts", hosts, "--keyspace", appKS, "--partition", "1,2")
-	require.Equal(t, 0, code, out)
-	assert.Equal(t, 2, strings.Count(out, ": OK"), out)
+	res = itest.RunCLI(t, "verify", "--plog-format", "voedger", "--store", "cql", "--hosts", hosts, "--keyspace", appKS, "--partition", "1,2")
+	require.Equal(t, 0, res.Code, res.Output())
+	assert.Equal(t, 2, strings.Count(res.Output(), ": OK"), res.Output())
 }

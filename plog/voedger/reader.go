@@ -2,13 +2,13 @@ package voedger
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/internal/blocks"
 	"github.com/cqlseq/cqlseq/storage"
 )
 
@@ -31,27 +31,28 @@ type ReaderOptions struct {
 // Reader reads a Voedger PLog from a storage.Storage (the application's
 // keyspace). Safe for concurrent use.
 type Reader struct {
-	st storage.Storage
-	o  ReaderOptions
+	b      *blocks.Reader
+	opaque bool // ReaderOptions.OpaqueCorrupted
+}
+
+// readerLayout is Voedger's PLog key layout (keys.go) for blocks.Reader.
+var readerLayout = blocks.Layout{
+	Pkg:        "voedger",
+	Invalid:    ErrInvalidOptions,
+	AppendPKey: appendBlockKey,
+	BadKey: func(part isequencer.PartitionID, block uint64, cCols []byte) error {
+		return fmt.Errorf("voedger: partition %d: %w: clustering key %x in block %d is not 2 bytes", part, ErrCorrupt, cCols, block)
+	},
 }
 
 // NewReader returns a Reader over st, the store of Voedger's PLog rows.
 func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
-	var errs []error
-	if st == nil {
-		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
-	}
-	if o.PageTimeout < 0 {
-		errs = append(errs, fmt.Errorf("%w: PageTimeout %v, must be >= 0", ErrInvalidOptions, o.PageTimeout))
-	}
-	if err := errors.Join(errs...); err != nil {
+	b, err := blocks.New(st, o.PageTimeout, readerLayout)
+	if err != nil {
 		return nil, err
 	}
-	return &Reader{st: st, o: o}, nil
+	return &Reader{b: b, opaque: o.OpaqueCorrupted}, nil
 }
-
-// errGap stops a block read at a missing offset.
-var errGap = errors.New("voedger: gap")
 
 // ReadEvents calls cb with each event of partition part in offset order,
 // from offset from (inclusive) to the first missing offset, and stops there
@@ -69,72 +70,19 @@ var errGap = errors.New("voedger: gap")
 // is done. The Event passed to cb and its slices are valid only during the
 // call.
 func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, from isequencer.PLogOffset, cb func(e *Event) error) error {
-	first := from <= 1 // start at whatever the first stored row is
-	next := uint64(from)
-	if first {
-		next = 0
+	if from <= 1 {
+		from = 0 // blocks.Reader: start at whatever the first stored row is
 	}
-	var (
-		cbErr error
-		pKey  = make([]byte, 0, 12)
-		fromC = make([]byte, 2)
-		toC   = binary.BigEndian.AppendUint16(nil, EventsPerBlock)
-	)
-	for {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("voedger: reading partition %d at offset %d: %w", part, next, err)
+	return r.b.Read(ctx, part, from, func(off isequencer.PLogOffset, value []byte) error {
+		if off == 0 {
+			return fmt.Errorf("voedger: partition %d: %w: a row at offset 0 (Voedger's offsets start at 1)", part, ErrCorrupt)
 		}
-		block, start := next>>loBits, next
-		pKey = appendBlockKey(pKey[:0], part, block)
-		binary.BigEndian.PutUint16(fromC, uint16(next&loMask))
-		err := r.readPage(ctx, pKey, fromC, toC, func(cCols, value []byte) error {
-			if len(cCols) != 2 {
-				return fmt.Errorf("voedger: partition %d: %w: clustering key %x in block %d is not 2 bytes", part, ErrCorrupt, cCols, block)
-			}
-			off := block<<loBits | uint64(binary.BigEndian.Uint16(cCols))
-			switch {
-			case first && off == 0:
-				return fmt.Errorf("voedger: partition %d: %w: a row at offset 0 (Voedger's offsets start at 1)", part, ErrCorrupt)
-			case first:
-				first, next, start = false, off, off
-			case off != next:
-				return errGap
-			}
-			e, err := decodeAt(part, isequencer.PLogOffset(off), value, r.o.OpaqueCorrupted)
-			if err != nil {
-				return err
-			}
-			if err := cb(e); err != nil {
-				cbErr = err
-				return err
-			}
-			next++
-			return nil
-		})
-		switch {
-		case cbErr != nil:
-			return cbErr
-		case errors.Is(err, errGap):
-			return nil
-		case errors.Is(err, ErrCorrupt), errors.Is(err, ErrUnsupportedCodec):
+		e, err := decodeAt(part, off, value, r.opaque)
+		if err != nil {
 			return err
-		case err != nil:
-			return fmt.Errorf("voedger: reading partition %d at offset %d: %w", part, next, err)
-		case first, next == start, next&loMask != 0:
-			// Nothing read, or the block ended before its last offset:
-			// the log ends here.
-			return nil
 		}
-	}
-}
-
-func (r *Reader) readPage(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {
-	if r.o.PageTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, r.o.PageTimeout)
-		defer cancel()
-	}
-	return r.st.Read(ctx, pKey, from, to, cb)
+		return cb(e)
+	})
 }
 
 // SeqReader is a plog.PLogReader over a Voedger PLog, for

@@ -46,10 +46,11 @@ use.`,
 			if err := f.validate(); err != nil {
 				return usage(err)
 			}
+			scan := scanVerify
 			if f.plogFormat == plogFormatVoedger {
-				return runVerifyVoedger(cmd.Context(), e, f)
+				scan = scanVerifyVoedger
 			}
-			return runVerify(cmd.Context(), e, f)
+			return runVerify(cmd.Context(), e, f, scan)
 		},
 	}
 	fs := cmd.Flags()
@@ -93,7 +94,15 @@ type verifyJSON struct {
 	plogcheck.Report
 }
 
-func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
+// verifyScan checks f's partitions in store, the way of one PLog format,
+// and prints its report. It returns what --json writes and the number of
+// problems found.
+type verifyScan func(ctx context.Context, e *env, f *verifyFlags, store *openedStore) (out any, problems uint64, err error)
+
+// runVerify opens the --json file and the store, runs scan, writes its
+// report to the --json file and fails with errVerifyFailed when scan found
+// a problem.
+func runVerify(ctx context.Context, e *env, f *verifyFlags, scan verifyScan) (err error) {
 	var jsonOut *jsonOutput
 	if f.jsonFile != "" { // before the scan: a bad path fails at once
 		if jsonOut, err = openJSONOutput(f.jsonFile); err != nil {
@@ -106,9 +115,27 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, store.close()) }()
-	rd, err := plog.NewReader(store.st, plog.ReaderOptions{PageTimeout: scanPageTimeout})
+	out, problems, err := scan(ctx, e, f, store)
 	if err != nil {
 		return err
+	}
+	if jsonOut != nil {
+		if err := jsonOut.write(out); err != nil {
+			return err
+		}
+	}
+	if problems > 0 {
+		return fmt.Errorf("%w: %s problems (see the report on stdout)", errVerifyFailed, commas(problems))
+	}
+	return nil
+}
+
+// scanVerify is the verifyScan of the cqlseq PLog format: plogcheck
+// against the stored numbers, and the --acks log.
+func scanVerify(ctx context.Context, e *env, f *verifyFlags, store *openedStore) (any, uint64, error) {
+	rd, err := plog.NewReader(store.st, plog.ReaderOptions{PageTimeout: scanPageTimeout})
+	if err != nil {
+		return nil, 0, err
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "verify: %s, app %d\n", store.desc, f.app)
@@ -129,7 +156,7 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 			_ = bar.Finish()
 		}
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		printScan(e, r)
 		out.Partitions = append(out.Partitions, r)
@@ -137,21 +164,13 @@ func runVerify(ctx context.Context, e *env, f *verifyFlags) (err error) {
 	if f.acks != "" {
 		ar, err := verifyAcks(ctx, e, store.st, f.acks)
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		out.Acks = ar
 	}
 	problems := out.Problems()
 	out.OK = problems == 0
-	if jsonOut != nil {
-		if err := jsonOut.write(&out); err != nil {
-			return err
-		}
-	}
-	if problems > 0 {
-		return fmt.Errorf("%w: %s problems (see the report on stdout)", errVerifyFailed, commas(problems))
-	}
-	return nil
+	return &out, problems, nil
 }
 
 func printScan(e *env, r *plogcheck.PartitionReport) {

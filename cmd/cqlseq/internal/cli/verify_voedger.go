@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -36,25 +35,12 @@ type voedgerFinding struct {
 	Prev       uint64 `json:"prev,omitempty"`
 }
 
-// runVerifyVoedger checks each partition of a Voedger PLog with
-// voedger.Check and prints its report; it fails with errVerifyFailed when
-// a problem is found.
-func runVerifyVoedger(ctx context.Context, e *env, f *verifyFlags) (err error) {
-	var jsonOut *jsonOutput
-	if f.jsonFile != "" {
-		if jsonOut, err = openJSONOutput(f.jsonFile); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, jsonOut.close()) }()
-	}
-	store, err := f.store.open(ctx, e.log, true)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, store.close()) }()
+// scanVerifyVoedger is the verifyScan of the voedger PLog format: each
+// partition checked with voedger.Check.
+func scanVerifyVoedger(ctx context.Context, e *env, f *verifyFlags, store *openedStore) (any, uint64, error) {
 	r, err := voedger.NewReader(store.st, voedger.ReaderOptions{PageTimeout: scanPageTimeout})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "verify: voedger PLog in %s\n", store.desc)
@@ -63,7 +49,7 @@ func runVerifyVoedger(ctx context.Context, e *env, f *verifyFlags) (err error) {
 	for _, p := range f.partitions {
 		rep, err := voedger.Check(ctx, r, isequencer.PartitionID(p))
 		if err != nil {
-			return fmt.Errorf("partition %d: %w", p, err)
+			return nil, 0, fmt.Errorf("partition %d: %w", p, err)
 		}
 		fmt.Fprintf(w, "partition %d: %s (offsets %d..%d), %s workspaces, %s record IDs created: ",
 			p, plural(rep.Events, "event", "events"), rep.First, rep.Last, commas(uint64(rep.Workspaces)), commas(rep.RecordIDs))
@@ -83,13 +69,5 @@ func runVerifyVoedger(ctx context.Context, e *env, f *verifyFlags) (err error) {
 		out.OK = out.OK && rep.OK()
 		out.Partitions = append(out.Partitions, jp)
 	}
-	if jsonOut != nil {
-		if err := jsonOut.write(&out); err != nil {
-			return err
-		}
-	}
-	if problems > 0 {
-		return fmt.Errorf("%w: %s problems (see the report on stdout)", errVerifyFailed, commas(problems))
-	}
-	return nil
+	return &out, problems, nil
 }
