@@ -220,8 +220,9 @@ lint: $(BIN)/staticcheck
 	cd integration && $(GO) vet ./...
 	$(BIN)/staticcheck ./...
 	cd integration && $(BIN)/staticcheck ./...
-	@if docker compose version >/dev/null 2>&1; then docker compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"; \
-	 else echo "lint: no docker compose client; docker-compose.yml is checked by testenv's TestComposeFile"; fi
+	@if docker compose version >/dev/null 2>&1; then \
+	   docker compose -f docker-compose.yml config -q && docker compose -f docker-compose.cassandra.yml config -q && echo "docker-compose.yml, docker-compose.cassandra.yml: valid"; \
+	 else echo "lint: no docker compose client; the compose files are checked by testenv's TestComposeFile and TestComposeCassandraFile"; fi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@if command -v $(PROMTOOL) >/dev/null 2>&1; then $(MAKE) --no-print-directory check-ops; \
 	 else echo "lint: $(PROMTOOL) not on PATH: skipped check-ops (the alert rules; Debian: apt-get install prometheus)"; fi

@@ -115,6 +115,7 @@ func TestFaultsKeepServing(t *testing.T) {
 				began := time.Now()
 				require.NoError(t, f.inject(ctx), f.name)
 				ended := time.Now()
+				sleep(t, ctx, 4*torture.DefaultSampleInterval) // a sample after the end
 				samples, err := smp.Samples()
 				require.NoError(t, err)
 				r, err := measure.Rates(samples, torture.Fault{Began: began, Ended: ended})

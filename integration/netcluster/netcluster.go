@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
@@ -44,6 +45,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/cqlseq/cqlseq/integration/dockertest"
+	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
@@ -301,9 +303,35 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	return nil
 }
 
-// waitCQL waits until a CQL query succeeds on host.
+// waitCQL waits until a query of system.local succeeds on host (a session
+// to that node alone).
 func waitCQL(ctx context.Context, host string, limit time.Duration) error {
-	return cassandra.WaitRing(ctx, &cassandra.Cluster{Nodes: []*cassandra.Instance{{Host: host}}}, limit)
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		err := probeCQL(ctx, host)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no CQL answer on %s within %v: %w", host, limit, err)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func probeCQL(ctx context.Context, host string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := cql.Connect(ctx, cql.Options{Hosts: []string{host}, DisableInitialHostLookup: true,
+		Timeout: 5 * time.Second, ConnectTimeout: 5 * time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var rel string
+	return s.Query("SELECT release_version FROM system.local").WithContext(ctx).Scan(&rel)
 }
 
 // Hosts returns the nodes' CQL addresses (host:port).
@@ -374,7 +402,7 @@ func (c *Cluster) SetDelays(ctx context.Context, ds []time.Duration) error {
 	return nil
 }
 
-// Method says how delays are applied ("" before the first one).
+// Method says how delays are applied ("" before the first non-zero one).
 func (c *Cluster) Method() DelayMethod {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -398,6 +426,15 @@ func (n *Node) applyDelay(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	method := c.method
 	c.mu.Unlock()
+	if d == 0 { // no delay: undo either method (tc netem errors are moot here)
+		if method != NetDelay {
+			_ = n.netem(ctx, 0)
+		}
+		if method != Netem {
+			return n.netDelay(ctx, 0)
+		}
+		return nil
+	}
 	if method == "" || method == Netem {
 		err := n.netem(ctx, d)
 		if err == nil {
@@ -430,7 +467,14 @@ func (n *Node) netem(ctx context.Context, d time.Duration) error {
 // netDelay stops the node's cqlseq-netdelay, if any, and starts one with
 // the new delay (none for 0).
 func (n *Node) netDelay(ctx context.Context, d time.Duration) error {
-	stop := `p=$(cat /run/cqlseq-netdelay.pid 2>/dev/null) || exit 0; kill "$p" 2>/dev/null; i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done; rm -f /run/cqlseq-netdelay.pid`
+	// The pid file survives a restart of the container, when its number
+	// may be another process's, or a thread's (a signal to a thread goes
+	// to its whole process: Cassandra): only a cqlseq-netdelay is stopped.
+	stop := `p=$(cat /run/cqlseq-netdelay.pid 2>/dev/null) || exit 0; rm -f /run/cqlseq-netdelay.pid
+[ "$(cat /proc/$p/comm 2>/dev/null)" = cqlseq-netdelay ] || exit 0
+kill "$p" 2>/dev/null; i=0
+# Cassandra, PID 1, reaps no child: an ended delayer stays a zombie.
+while [ -e /proc/$p ] && ! grep -q '^State:[[:space:]]*Z' /proc/$p/status 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done`
 	if _, err := n.exec(ctx, "sh", "-c", stop); err != nil {
 		return err
 	}
