@@ -40,8 +40,9 @@ func TestFaultsKeepServing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	cl, err := netcluster.Start(ctx, netcluster.Options{
-		Delays: []time.Duration{0, 500 * time.Microsecond, 5 * time.Millisecond},
-		Log:    t.Logf,
+		Delays:    []time.Duration{0, 500 * time.Microsecond, 5 * time.Millisecond},
+		CrashSafe: true, // node 2 is killed
+		Log:       t.Logf,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cl.Terminate()) })
@@ -61,6 +62,8 @@ func TestFaultsKeepServing(t *testing.T) {
 			ack, jf := filepath.Join(dir, "acks.log"), filepath.Join(dir, "bench.json")
 			bench := exec.Command(bin, "bench", "--store", "cql", "--hosts", hosts, "--keyspace", ks, "--mode", mode,
 				"--partitions", "4", "--concurrency", "16", "--duration", "1h", "--ack-log", ack, "--json", jf, "--ready-timeout", "5m")
+			// The bench ends with this process, however it ends.
+			bench.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			var benchOut strings.Builder
 			bench.Stdout, bench.Stderr = &benchOut, &benchOut
 			require.NoError(t, bench.Start())

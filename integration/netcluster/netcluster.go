@@ -64,6 +64,10 @@ type Options struct {
 	// NetDelay is the cqlseq-netdelay binary (linux, static). Default:
 	// built from this module's source with go build.
 	NetDelay string
+	// CrashSafe starts the nodes crash-safe (cassandra.Options.CrashSafe:
+	// batch commit log, flushed schema), so that a killed node restarts
+	// with every acknowledged write and every keyspace.
+	CrashSafe bool
 	// StartTimeout bounds each node's start and the ring's. Default 5 min.
 	StartTimeout time.Duration
 	// Log receives progress lines. Default: discarded.
@@ -259,6 +263,10 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 	n := &Node{Index: i, Addr: addr, c: c}
 	began := time.Now()
 	netName := c.net.Name
+	crashSafe := "0"
+	if c.o.CrashSafe {
+		crashSafe = "1"
+	}
 	ctr, err := testcontainers.Run(ctx, c.o.Image,
 		testcontainers.WithLabels(dockertest.Labels()),
 		testcontainers.WithEnv(map[string]string{
@@ -266,7 +274,7 @@ func (c *Cluster) startNode(ctx context.Context, i int) error {
 			"CASSANDRA_SEEDS":          c.nodeAddr(1).String(),
 			"CASSANDRA_INITIAL_TOKEN":  cassandra.InitialToken(i-1, c.o.Nodes),
 			"CASSANDRA_AUTO_BOOTSTRAP": "false",
-			"CASSANDRA_CRASH_SAFE":     "1",
+			"CASSANDRA_CRASH_SAFE":     crashSafe,
 		}),
 		testcontainers.WithHostConfigModifier(func(h *container.HostConfig) {
 			h.CapAdd = append(h.CapAdd, "NET_ADMIN")

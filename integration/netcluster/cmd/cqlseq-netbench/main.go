@@ -3,7 +3,7 @@
 // delay profiles, and prints commands/s, p50/p99 and each mode's time per
 // command relative to trust2's (make bench-latency).
 //
-//	cqlseq-netbench [-profiles '0;0.5ms;5ms;0,0.5ms,5ms'] [-modes trust0,trust2,fenced]
+//	cqlseq-netbench [-hosts H1,H2,H3 -label loopback] [-profiles '0;0.5ms;5ms;0,0.5ms,5ms'] [-modes trust0,trust2,fenced]
 //	                [-partitions 1,4] [-clients 16] [-duration 20s] [-repeat 3] [-json FILE]
 //
 // A profile is one one-way delay for every node, or one per node
@@ -48,6 +48,9 @@ type config struct {
 	cqlseq     string
 	jsonOut    string
 	heap       string
+	crashSafe  bool
+	hosts      string // an existing cluster instead of containers
+	label      string // -hosts: the table's name for it
 }
 
 func main() {
@@ -68,6 +71,9 @@ func run() error {
 	flag.StringVar(&c.cqlseq, "cqlseq", "", "the cqlseq binary (default: built from this checkout)")
 	flag.StringVar(&c.jsonOut, "json", "", "write every run's figures as JSON to this file")
 	flag.StringVar(&c.heap, "heap", "512m", "JVM heap per node")
+	flag.BoolVar(&c.crashSafe, "crash-safe", false, "crash-safe nodes (batch commit log, flushed schema)")
+	flag.StringVar(&c.hosts, "hosts", "", "run on this cluster (host:port,...) instead of containers; -profiles is ignored")
+	flag.StringVar(&c.label, "label", "loopback", "-hosts: the name of its row in the table")
 	flag.Parse()
 	var err error
 	if c.profiles, err = parseProfiles(*profiles, 3); err != nil {
@@ -95,42 +101,47 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "%s netbench: "+f+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
 	}
 	began := time.Now()
-	cl, err := netcluster.Start(ctx, netcluster.Options{Nodes: 3, Heap: c.heap, Log: logf})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := cl.Terminate(); err != nil {
-			logf("terminating the cluster: %v", err)
-		} else {
-			logf("cluster removed")
-		}
-	}()
-	logf("cluster up in %.1f s", time.Since(began).Seconds())
 	var all []result
 	var rtts []profileRTT
-	for pi, prof := range c.profiles {
-		if err := cl.SetDelays(ctx, prof); err != nil {
-			return err
+	if c.hosts != "" {
+		hosts := strings.Split(c.hosts, ",")
+		for r := range c.repeat {
+			rs, err := benchCases(ctx, c, hosts, c.label, fmt.Sprintf("lat_h_%d", r), r, logf)
+			if err != nil {
+				return err
+			}
+			all = append(all, rs...)
 		}
-		rtt, err := cl.MeasureRTT(ctx)
+	} else {
+		cl, err := netcluster.Start(ctx, netcluster.Options{Nodes: 3, Heap: c.heap, CrashSafe: c.crashSafe, Log: logf})
 		if err != nil {
 			return err
 		}
-		rtts = append(rtts, profileRTT{Delays: netcluster.FormatDelays(prof), Method: string(cl.Method()), RTT: rtt})
-		logf("profile %s: measured round trips %s", netcluster.FormatDelays(prof), rtt)
-		for r := range c.repeat {
-			for _, p := range c.partitions {
-				for _, m := range c.modes {
-					res, err := benchOnce(ctx, c, cl, m, p, fmt.Sprintf("lat_%d_%d_%d_%s", pi, r, p, m))
-					if err != nil {
-						return err
-					}
-					res.Profile = netcluster.FormatDelays(prof)
-					logf("%s %s %dx%d run %d: %.0f cmds/s, p50 %.1f ms, p99 %.1f ms, %d errors",
-						res.Profile, m, p, c.clients, r+1, res.PerSecond, res.P50, res.P99, res.Errors)
-					all = append(all, res)
+		defer func() {
+			if err := cl.Terminate(); err != nil {
+				logf("terminating the cluster: %v", err)
+			} else {
+				logf("cluster removed")
+			}
+		}()
+		logf("cluster up in %.1f s", time.Since(began).Seconds())
+		for pi, prof := range c.profiles {
+			if err := cl.SetDelays(ctx, prof); err != nil {
+				return err
+			}
+			rtt, err := cl.MeasureRTT(ctx)
+			if err != nil {
+				return err
+			}
+			name := netcluster.FormatDelays(prof)
+			rtts = append(rtts, profileRTT{Delays: name, Method: string(cl.Method()), RTT: rtt})
+			logf("profile %s: measured round trips %s", name, rtt)
+			for r := range c.repeat {
+				rs, err := benchCases(ctx, c, cl.Hosts(), name, fmt.Sprintf("lat_%d_%d", pi, r), r, logf)
+				if err != nil {
+					return err
 				}
+				all = append(all, rs...)
 			}
 		}
 	}
@@ -146,6 +157,24 @@ func run() error {
 	}
 	logf("done in %.1f min", time.Since(began).Minutes())
 	return nil
+}
+
+// benchCases runs every partition count and mode once on hosts.
+func benchCases(ctx context.Context, c config, hosts []string, profile, ksPrefix string, r int, logf func(string, ...any)) ([]result, error) {
+	var out []result
+	for _, p := range c.partitions {
+		for _, m := range c.modes {
+			res, err := benchOnce(ctx, c, hosts, m, p, fmt.Sprintf("%s_%d_%s", ksPrefix, p, m))
+			if err != nil {
+				return nil, err
+			}
+			res.Profile = profile
+			logf("%s %s %dx%d run %d: %.0f cmds/s, p50 %.1f ms, p99 %.1f ms, %d errors",
+				res.Profile, m, p, c.clients, r+1, res.PerSecond, res.P50, res.P99, res.Errors)
+			out = append(out, res)
+		}
+	}
+	return out, nil
 }
 
 type profileRTT struct {
@@ -193,13 +222,13 @@ func parseProfiles(s string, nodes int) ([][]time.Duration, error) {
 	return out, nil
 }
 
-func benchOnce(ctx context.Context, c config, cl *netcluster.Cluster, mode string, partitions int, ks string) (result, error) {
-	hosts := strings.Join(cl.Hosts(), ",")
+func benchOnce(ctx context.Context, c config, hostList []string, mode string, partitions int, ks string) (result, error) {
+	hosts := strings.Join(hostList, ",")
 	if out, err := exec.CommandContext(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--timeout", "30s",
 		"--replication", "{'class': 'SimpleStrategy', 'replication_factor': 3}").CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("migrate %s: %w: %s", ks, err, out)
 	}
-	defer dropKeyspace(cl, ks)
+	defer dropKeyspace(hostList, ks)
 	dir, err := os.MkdirTemp("", "cqlseq-netbench-")
 	if err != nil {
 		return result{}, err
@@ -209,6 +238,7 @@ func benchOnce(ctx context.Context, c config, cl *netcluster.Cluster, mode strin
 	cmd := exec.CommandContext(ctx, c.cqlseq, "bench", "--store", "cql", "--hosts", hosts, "--keyspace", ks,
 		"--mode", mode, "--partitions", strconv.Itoa(partitions), "--concurrency", strconv.Itoa(c.clients),
 		"--workspaces", "5000", "--duration", c.duration.String(), "--json", jf)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it ends with this process
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("bench %s: %w: %s", ks, err, out)
 	}
@@ -236,10 +266,10 @@ func benchOnce(ctx context.Context, c config, cl *netcluster.Cluster, mode strin
 		P99: rep.Sequencer.Latency.P99, Errors: rep.Sequencer.Errors, Busy: rep.Busy.Rejections}, nil
 }
 
-func dropKeyspace(cl *netcluster.Cluster, ks string) {
+func dropKeyspace(hosts []string, ks string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := cql.Connect(ctx, cql.Options{Hosts: cl.Hosts(), Timeout: 30 * time.Second})
+	s, err := cql.Connect(ctx, cql.Options{Hosts: hosts, Timeout: 30 * time.Second})
 	if err != nil {
 		return
 	}
