@@ -49,6 +49,7 @@ type config struct {
 	jsonOut    string
 	heap       string
 	crashSafe  bool
+	warmup     time.Duration
 	hosts      string // an existing cluster instead of containers
 	label      string // -hosts: the table's name for it
 }
@@ -72,6 +73,7 @@ func run() error {
 	flag.StringVar(&c.jsonOut, "json", "", "write every run's figures as JSON to this file")
 	flag.StringVar(&c.heap, "heap", "512m", "JVM heap per node")
 	flag.BoolVar(&c.crashSafe, "crash-safe", false, "crash-safe nodes (batch commit log, flushed schema)")
+	flag.DurationVar(&c.warmup, "warmup", 90*time.Second, "load before the measured runs, discarded (fresh JVMs run several times slower until their hot code is compiled)")
 	flag.StringVar(&c.hosts, "hosts", "", "run on this cluster (host:port,...) instead of containers; -profiles is ignored")
 	flag.StringVar(&c.label, "label", "loopback", "-hosts: the name of its row in the table")
 	flag.Parse()
@@ -105,6 +107,9 @@ func run() error {
 	var rtts []profileRTT
 	if c.hosts != "" {
 		hosts := strings.Split(c.hosts, ",")
+		if err := warmUp(ctx, c, hosts, logf); err != nil {
+			return err
+		}
 		for r := range c.repeat {
 			rs, err := benchCases(ctx, c, hosts, c.label, fmt.Sprintf("lat_h_%d", r), r, logf)
 			if err != nil {
@@ -125,6 +130,9 @@ func run() error {
 			}
 		}()
 		logf("cluster up in %.1f s", time.Since(began).Seconds())
+		if err := warmUp(ctx, c, cl.Hosts(), logf); err != nil {
+			return err
+		}
 		for pi, prof := range c.profiles {
 			if err := cl.SetDelays(ctx, prof); err != nil {
 				return err
@@ -156,6 +164,25 @@ func run() error {
 		}
 	}
 	logf("done in %.1f min", time.Since(began).Minutes())
+	return nil
+}
+
+// warmUp runs every mode at the largest partition count for a share of
+// c.warmup each, and discards the figures.
+func warmUp(ctx context.Context, c config, hosts []string, logf func(string, ...any)) error {
+	if c.warmup <= 0 {
+		return nil
+	}
+	w := c
+	w.duration = c.warmup / time.Duration(len(c.modes))
+	p := slices.Max(c.partitions)
+	for _, m := range c.modes {
+		res, err := benchOnce(ctx, w, hosts, m, p, "lat_warmup_"+m)
+		if err != nil {
+			return err
+		}
+		logf("warm-up %s %dx%d: %.0f cmds/s (discarded)", m, p, c.clients, res.PerSecond)
+	}
 	return nil
 }
 
@@ -296,7 +323,7 @@ func median(xs []float64) float64 {
 // (trust2's commands/s over the mode's: at the same number of clients the
 // time per command is clients / throughput).
 func printTable(w io.Writer, c config, all []result, rtts []profileRTT) {
-	fmt.Fprintf(w, "\nRF 3, LOCAL_QUORUM / LOCAL_SERIAL, %d clients per partition, %v per run, medians of %d runs\n", c.clients, c.duration, c.repeat)
+	fmt.Fprintf(w, "\nRF 3, LOCAL_QUORUM / LOCAL_SERIAL, %d clients per partition, %v per run after a %v warm-up, medians of %d runs\n", c.clients, c.duration, c.warmup, c.repeat)
 	for _, r := range rtts {
 		fmt.Fprintf(w, "delays %s (%s): round trips %s\n", r.Delays, r.Method, r.RTT)
 	}
