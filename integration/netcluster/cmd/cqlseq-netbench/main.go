@@ -50,6 +50,7 @@ type config struct {
 	heap       string
 	crashSafe  bool
 	warmup     time.Duration
+	workspaces int
 	hosts      string // an existing cluster instead of containers
 	label      string // -hosts: the table's name for it
 }
@@ -73,6 +74,7 @@ func run() error {
 	flag.StringVar(&c.jsonOut, "json", "", "write every run's figures as JSON to this file")
 	flag.StringVar(&c.heap, "heap", "512m", "JVM heap per node")
 	flag.BoolVar(&c.crashSafe, "crash-safe", false, "crash-safe nodes (batch commit log, flushed schema)")
+	flag.IntVar(&c.workspaces, "workspaces", 5000, "cqlseq bench --workspaces (a command on a workspace not cached yet first reads its numbers)")
 	flag.DurationVar(&c.warmup, "warmup", 90*time.Second, "load before the measured runs, discarded (fresh JVMs run several times slower until their hot code is compiled)")
 	flag.StringVar(&c.hosts, "hosts", "", "run on this cluster (host:port,...) instead of containers; -profiles is ignored")
 	flag.StringVar(&c.label, "label", "loopback", "-hosts: the name of its row in the table")
@@ -264,7 +266,7 @@ func benchOnce(ctx context.Context, c config, hostList []string, mode string, pa
 	jf := filepath.Join(dir, "bench.json")
 	cmd := exec.CommandContext(ctx, c.cqlseq, "bench", "--store", "cql", "--hosts", hosts, "--keyspace", ks,
 		"--mode", mode, "--partitions", strconv.Itoa(partitions), "--concurrency", strconv.Itoa(c.clients),
-		"--workspaces", "5000", "--duration", c.duration.String(), "--json", jf)
+		"--workspaces", strconv.Itoa(c.workspaces), "--duration", c.duration.String(), "--json", jf)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it ends with this process
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("bench %s: %w: %s", ks, err, out)
@@ -323,7 +325,7 @@ func median(xs []float64) float64 {
 // (trust2's commands/s over the mode's: at the same number of clients the
 // time per command is clients / throughput).
 func printTable(w io.Writer, c config, all []result, rtts []profileRTT) {
-	fmt.Fprintf(w, "\nRF 3, LOCAL_QUORUM / LOCAL_SERIAL, %d clients per partition, %v per run after a %v warm-up, medians of %d runs\n", c.clients, c.duration, c.warmup, c.repeat)
+	fmt.Fprintf(w, "\nRF 3, LOCAL_QUORUM / LOCAL_SERIAL, %d clients per partition, %d workspaces, %v per run after a %v warm-up, medians of %d runs\n", c.clients, c.workspaces, c.duration, c.warmup, c.repeat)
 	for _, r := range rtts {
 		fmt.Fprintf(w, "delays %s (%s): round trips %s\n", r.Delays, r.Method, r.RTT)
 	}
