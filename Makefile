@@ -3,7 +3,13 @@
 #   make demo               the embedded-store demo (offline)
 #   make test               unit tests (-race, invariant checks, a 20 s fuzz run) + integration tests
 #                           against a real cluster: CQLSEQ_CQL_HOSTS if set, else a
-#                           Cassandra this Makefile starts and always stops
+#                           container through testcontainers when a Docker engine
+#                           answers (IT_CLUSTER), else a Cassandra this Makefile
+#                           starts and always stops
+#   make image              builds the Cassandra image cqlseq/cassandra:5.0.8 unless present
+#   make check-containers   fails if a container or network of a test run is left
+#   make bench-latency      RF 3 benchmarks on 3 containers with network delays (slow)
+#   make test-netcluster    pause, partition, kill of a container node under load
 #   make test-cluster       the replicated-cluster tests: RF=3 at LOCAL_QUORUM /
 #                           LOCAL_SERIAL on CQLSEQ_CQL_HOSTS or a 3-node cluster
 #                           it starts and stops (not part of make test: slow)
@@ -37,10 +43,13 @@ PROMTOOL     ?= promtool
 LAUNCHER     := $(BIN)/cassandra-launcher
 UNIT_FLAGS   ?= -race -tags cqlseq_invariants -count=1 -timeout 15m
 IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
+# IT_CLUSTER: where test-integration runs the suite without CQLSEQ_CQL_HOSTS:
+# testcontainers, launcher, or auto (testcontainers when docker info answers).
+IT_CLUSTER   ?= auto
 FUZZTIME     ?= 20s
 VOEDGER_FUZZTIME ?= 10s
 
-.PHONY: all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: image check-containers bench-latency test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -64,26 +73,70 @@ test-unit:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(VOEDGER_FUZZTIME) -fuzzminimizetime 10x ./plog/voedger/
 
 # test-integration runs the integration module against CQLSEQ_CQL_HOSTS when
-# set; otherwise it starts a Cassandra, runs the tests with it, and stops it
-# whatever the outcome (trap on EXIT, also on Ctrl-C). Packages run one at a
-# time (-p 1): several use real-time leases, and one starts a private node.
-# Then gray-check, on a 3-node cluster of its own (the single node is
-# stopped first).
+# set. Otherwise, when a Docker engine answers (IT_CLUSTER=auto) or with
+# IT_CLUSTER=testcontainers, each test package starts its own node in a
+# container through testcontainers (integration/itest: CQLSEQ_CQL_IMAGE, else
+# scylladb/scylla if it can be had, else cqlseq/cassandra, built if missing),
+# every container carries this run's label, and check-containers fails the
+# run if one is left; torture-short then runs on a launcher node. Without an
+# engine (or IT_CLUSTER=launcher) it starts a Cassandra, runs the tests and
+# torture-short with it, and stops it whatever the outcome (trap on EXIT,
+# also on Ctrl-C). It never installs an engine. Packages run one at a time
+# (-p 1): several use real-time leases, and one starts a private node.
+# Then gray-check, on a 3-node cluster of its own.
 test-integration: $(LAUNCHER) cqlsh-venv
 	@set -euo pipefail; \
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then \
 	  echo "test-integration: using CQLSEQ_CQL_HOSTS=$$CQLSEQ_CQL_HOSTS"; \
 	  (cd integration && CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
 	  $(MAKE) --no-print-directory torture-short HOSTS=$$CQLSEQ_CQL_HOSTS; \
-	else ( \
-	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.test.$$$$.json; \
-	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
-	  hosts=$$($(LAUNCHER) up -state "$$state"); \
-	  echo "test-integration: Cassandra at $$hosts"; \
-	  (cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
-	  $(MAKE) --no-print-directory torture-short HOSTS=$$hosts; \
-	) fi; \
+	else \
+	  path=$(IT_CLUSTER); \
+	  if [ "$$path" = auto ]; then \
+	    if docker info >/dev/null 2>&1; then path=testcontainers; else path=launcher; fi; \
+	  fi; \
+	  case "$$path" in testcontainers|launcher) ;; *) echo "IT_CLUSTER=$$path: want auto, testcontainers or launcher" >&2; exit 2;; esac; \
+	  if [ "$$path" = testcontainers ]; then \
+	    run=it-$$$$-$$(date +%s); began=$$(date +%s); \
+	    echo "test-integration: the integration suite through testcontainers (run label org.cqlseq.run=$$run)"; \
+	    rc=0; (cd integration && CQLSEQ_RUN_ID=$$run CQLSEQ_CQL_CLUSTER=testcontainers CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...) || rc=$$?; \
+	    $(MAKE) --no-print-directory check-containers RUN_ID=$$run || rc=1; \
+	    echo "test-integration: testcontainers pass $$( [ $$rc -eq 0 ] && echo passed || echo FAILED ) in $$(( $$(date +%s) - began )) s"; \
+	    [ $$rc -eq 0 ]; \
+	  fi; \
+	  ( mkdir -p $(CACHE); state=$(CACHE)/cassandra.test.$$$$.json; \
+	    trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	    hosts=$$($(LAUNCHER) up -state "$$state"); \
+	    echo "test-integration: Cassandra (launcher) at $$hosts"; \
+	    if [ "$$path" = launcher ]; then \
+	      echo "test-integration: the integration suite on the launcher's node"; \
+	      (cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
+	    fi; \
+	    $(MAKE) --no-print-directory torture-short HOSTS=$$hosts; \
+	  ); \
+	fi; \
 	$(MAKE) --no-print-directory gray-check
+
+# image builds cqlseq's Cassandra image (testenv/cassandra/image.go) unless
+# it is present: a Debian base (debootstrap, else debian:bookworm-slim), a JRE
+# and iproute2 from Debian, the jars the launcher fetches, an entrypoint
+# that writes cassandra.yaml for the container's address.
+image: $(LAUNCHER)
+	$(LAUNCHER) image
+
+# check-containers fails, after removing them, if containers or networks
+# labelled org.cqlseq.test exist (RUN_ID: only that run's,
+# org.cqlseq.run=RUN_ID). Without a Docker engine there is nothing to check.
+check-containers:
+	@if ! docker info >/dev/null 2>&1; then echo "check-containers: no Docker engine answers: nothing to check"; exit 0; fi; \
+	filter="label=org.cqlseq.test"; [ -z "$(RUN_ID)" ] || filter="label=org.cqlseq.run=$(RUN_ID)"; \
+	left=$$(docker ps -aq --filter "$$filter"); nets=$$(docker network ls -q --filter "$$filter"); \
+	if [ -n "$$left$$nets" ]; then \
+	  echo "check-containers: FAIL: left behind ($$filter): containers [$$(echo $$left)] networks [$$(echo $$nets)]; removing them" >&2; \
+	  [ -z "$$left" ] || docker rm -f -v $$left >/dev/null; [ -z "$$nets" ] || docker network rm $$nets >/dev/null; \
+	  exit 1; \
+	fi; \
+	echo "check-containers: no container or network left ($$filter)"
 
 # torture-short is the campaign's CI variant (about a minute): 20 client
 # SIGKILLs across every mode on HOSTS, no node faults.
@@ -167,8 +220,9 @@ lint: $(BIN)/staticcheck
 	cd integration && $(GO) vet ./...
 	$(BIN)/staticcheck ./...
 	cd integration && $(BIN)/staticcheck ./...
-	@if docker compose version >/dev/null 2>&1; then docker compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"; \
-	 else echo "lint: no docker compose client; docker-compose.yml is checked by testenv's TestComposeFile"; fi
+	@if docker compose version >/dev/null 2>&1; then \
+	   docker compose -f docker-compose.yml config -q && docker compose -f docker-compose.cassandra.yml config -q && echo "docker-compose.yml, docker-compose.cassandra.yml: valid"; \
+	 else echo "lint: no docker compose client; the compose files are checked by testenv's TestComposeFile and TestComposeCassandraFile"; fi
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	@if command -v $(PROMTOOL) >/dev/null 2>&1; then $(MAKE) --no-print-directory check-ops; \
 	 else echo "lint: $(PROMTOOL) not on PATH: skipped check-ops (the alert rules; Debian: apt-get install prometheus)"; fi
@@ -239,6 +293,29 @@ bench-cql:
 	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "bench-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
 	$(GO) run ./cmd/cqlseq migrate $(MIGRATE_ARGS)
 	$(GO) run ./cmd/cqlseq bench --store cql --baseline $(BENCH_ARGS)
+
+# bench-latency runs cqlseq-netbench (integration/netcluster): three
+# containers of cqlseq/cassandra on one Docker network, RF 3, one-way delays
+# per node (tc netem, else cqlseq-netdelay), cqlseq bench in trust0, trust2
+# and fenced at 1 and 4 partitions x 16 clients under each delay profile;
+# prints the table of docs/benchmarks.md (about 45 minutes with the defaults;
+# LATENCY_ARGS adds flags, e.g. LATENCY_ARGS='-repeat 1 -profiles 5ms').
+# Needs a Docker engine; not part of make test.
+bench-latency:
+	cd integration && $(GO) build -o $(BIN)/cqlseq-netbench ./netcluster/cmd/cqlseq-netbench
+	@set -euo pipefail; run=lat-$$$$-$$(date +%s); \
+	rc=0; CQLSEQ_RUN_ID=$$run $(BIN)/cqlseq-netbench $(LATENCY_ARGS) || rc=$$?; \
+	$(MAKE) --no-print-directory check-containers RUN_ID=$$run || rc=1; exit $$rc
+
+# test-netcluster: on three containers with delays 0, 0.5 and 5 ms, node 2
+# paused 10 s, node 3 disconnected from the network 10 s, node 2 killed and
+# restarted, under cqlseq bench (fenced, trust2; 4 x 16); each fault keeps at
+# least 0.2 of the rate before it and verify --acks finds nothing. About 6
+# minutes; needs a Docker engine; not part of make test.
+test-netcluster:
+	@set -euo pipefail; run=net-$$$$-$$(date +%s); \
+	rc=0; (cd integration && CQLSEQ_RUN_ID=$$run CQLSEQ_NETCLUSTER=1 $(GO) test -count=1 -v -timeout 30m -run TestFaultsKeepServing ./netcluster/) || rc=$$?; \
+	$(MAKE) --no-print-directory check-containers RUN_ID=$$run || rc=1; exit $$rc
 
 # bench-global: the global sequences' benchmarks. alloc-bbolt/alloc-cql:
 # cqlseq alloc, 4 processes x 16 goroutines drawing 1,000,000 IDs

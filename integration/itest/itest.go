@@ -8,10 +8,19 @@
 // Main finds the cluster in this order:
 //  1. CQLSEQ_CQL_HOSTS (comma-separated host:port list), engine from
 //     CQLSEQ_CQL_ENGINE or detected;
-//  2. a ScyllaDB container (testcontainers modules/scylladb) when a Docker
-//     engine answers;
+//  2. when a Docker engine answers, one node in a container through
+//     testcontainers (without its reaper; see dockertest): the image
+//     CQLSEQ_CQL_IMAGE, else ScyllaDB (modules/scylladb) if its image is
+//     present or can be pulled, else cqlseq's Cassandra image
+//     (cassandra.BuildImage builds it if missing);
 //  3. a single-node Apache Cassandra started from Maven Central jars by
 //     testenv/cassandra.
+//
+// CQLSEQ_CQL_CLUSTER=testcontainers allows only 2 (so a run cannot fall
+// back to the launcher unnoticed), =launcher only 3 (as CQLSEQ_NO_DOCKER
+// does). The container is terminated when the tests end, also on SIGINT or
+// SIGTERM; if the process dies without that (a panic in a test, go test's
+// -timeout), a watchdog process removes it.
 //
 // With CI=true, finding no cluster fails the run; otherwise it skips it.
 // One uniquely named keyspace is created (and migrated) per test binary and
@@ -29,32 +38,30 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gocql/gocql"
-	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/modules/scylladb"
-
 	"go.uber.org/goleak"
 
+	"github.com/cqlseq/cqlseq/integration/dockertest"
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
-
-// scyllaImage is the image used when a Docker engine answers; the same tag
-// as docker-compose.yml.
-const scyllaImage = "scylladb/scylla:6.2.3"
 
 // testCluster describes the cluster found by Main.
 var testCluster struct {
 	hosts    []string
 	engine   string // "cassandra" or "scylla"
 	source   string // "env", "testcontainers" or "launcher"
+	image    string // testcontainers: the image
 	release  string // system.local release_version
 	keyspace string // the run's shared keyspace
 }
@@ -77,8 +84,23 @@ func Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: SKIP: no CQL cluster: %v\n", err)
 		return 0
 	}
+	stop = stopOnce(stop)
 	defer stop()
-	fmt.Fprintf(os.Stderr, "integration: %s %s at %s (from %s), replication factor %d\n", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), testCluster.source, replicationFactor())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if s, ok := <-sigs; ok {
+			fmt.Fprintf(os.Stderr, "integration: %v: stopping the cluster\n", s)
+			stop()
+			os.Exit(1)
+		}
+	}()
+	from := testCluster.source
+	if testCluster.image != "" {
+		from += ", image " + testCluster.image
+	}
+	fmt.Fprintf(os.Stderr, "integration: %s %s at %s (from %s), replication factor %d\n", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), from, replicationFactor())
 
 	ks, drop, err := createRunKeyspace(ctx)
 	if err != nil {
@@ -102,12 +124,22 @@ func findCluster(ctx context.Context) (stop func(), err error) {
 		return func() {}, describeCluster(ctx, os.Getenv("CQLSEQ_CQL_ENGINE"))
 	}
 	var reasons []error
-	if os.Getenv("CQLSEQ_NO_DOCKER") == "" {
-		stop, err := startScylla(ctx)
+	path := strings.TrimSpace(os.Getenv("CQLSEQ_CQL_CLUSTER"))
+	switch path {
+	case "", "testcontainers", "launcher":
+	default:
+		return nil, fmt.Errorf("CQLSEQ_CQL_CLUSTER %q: want testcontainers or launcher", path)
+	}
+	if path != "launcher" && os.Getenv("CQLSEQ_NO_DOCKER") == "" {
+		dockertest.Prepare()
+		stop, err := startContainer(ctx)
 		if err == nil {
 			return stop, nil
 		}
-		reasons = append(reasons, fmt.Errorf("scylladb container: %w", err))
+		if path == "testcontainers" {
+			return nil, fmt.Errorf("testcontainers (CQLSEQ_CQL_CLUSTER=testcontainers): %w", err)
+		}
+		reasons = append(reasons, fmt.Errorf("testcontainers: %w", err))
 	}
 	o := cassandra.Options{Log: func(f string, a ...any) { fmt.Fprintf(os.Stderr, "integration: "+f+"\n", a...) }}
 	inst, err := cassandra.Start(ctx, o)
@@ -132,37 +164,10 @@ func findCluster(ctx context.Context) (stop func(), err error) {
 	return stop, nil
 }
 
-func startScylla(ctx context.Context) (func(), error) {
-	p, err := testcontainers.NewDockerProvider()
-	if err != nil {
-		return nil, fmt.Errorf("no Docker provider: %w", err)
-	}
-	defer p.Close()
-	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := p.Health(hctx); err != nil {
-		return nil, fmt.Errorf("no Docker engine answers: %w", err)
-	}
-	ctr, err := scylladb.Run(ctx, scyllaImage, scylladb.WithCustomCommands("--memory=1G", "--smp=1", "--developer-mode=1"))
-	if err != nil {
-		if ctr != nil {
-			_ = testcontainers.TerminateContainer(ctr)
-		}
-		return nil, err
-	}
-	host, err := ctr.NonShardAwareConnectionHost(ctx)
-	if err != nil {
-		_ = testcontainers.TerminateContainer(ctr)
-		return nil, err
-	}
-	testCluster.hosts = []string{host}
-	testCluster.source = "testcontainers"
-	stop := func() { _ = testcontainers.TerminateContainer(ctr) }
-	if err := describeCluster(ctx, "scylla"); err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
+// stopOnce returns a func that calls stop the first time only.
+func stopOnce(stop func()) func() {
+	var once sync.Once
+	return func() { once.Do(stop) }
 }
 
 func splitHosts(s string) []string {
@@ -225,6 +230,10 @@ func Release() string { return testCluster.release }
 // Source says how the cluster was found: "env", "testcontainers" or
 // "launcher".
 func Source() string { return testCluster.source }
+
+// Image returns the container image of a cluster from testcontainers, else
+// "".
+func Image() string { return testCluster.image }
 
 // Keyspace returns the run's shared keyspace, with cqlseq's schema applied.
 func Keyspace() string { return testCluster.keyspace }

@@ -11,6 +11,7 @@
 //	cassandra-launcher kill|pause|resume -state FILE -node 2   # SIGKILL, SIGSTOP, SIGCONT
 //	cassandra-launcher status -state FILE # waits until the ring is all up and normal
 //	cassandra-launcher check              # reports missing tools
+//	cassandra-launcher image              # builds the image cqlseq/cassandra:VERSION unless present
 package main
 
 import (
@@ -37,7 +38,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: cassandra-launcher fetch|up|down|restart|kill|pause|resume|status|check [flags]")
+		return fmt.Errorf("usage: cassandra-launcher fetch|image|up|down|restart|kill|pause|resume|status|check [flags]")
 	}
 	flags := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var o cassandra.Options
@@ -52,6 +53,10 @@ func run(args []string) error {
 	down := flags.Duration("down", 0, "restart: how long the node stays down after the crash")
 	nodes := flags.Int("nodes", 1, "up: number of nodes (127.0.0.1..N)")
 	node := flags.Int("node", 0, "restart, kill, pause, resume: the node (1-based) of a cluster")
+	var io cassandra.ImageOptions
+	flags.StringVar(&io.Name, "image", "", "image: the image's name (default cqlseq/cassandra:VERSION)")
+	flags.StringVar(&io.Base, "base", "", "image: the base image (default "+cassandra.BaseImage+", made with debootstrap, else debian:bookworm-slim)")
+	flags.BoolVar(&io.Rebuild, "rebuild", false, "image: build even if the image is present")
 	if err := flags.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -69,6 +74,18 @@ func run(args []string) error {
 			return err
 		}
 		o.Log("jars in %s (%.1f s)", lib, time.Since(began).Seconds())
+		return nil
+	case "image":
+		io.Options = o
+		img, err := cassandra.BuildImage(ctx, io)
+		if err != nil {
+			return err
+		}
+		if img.Built {
+			o.Log("image %s built in %.1f s, %.0f MB", img.Name, img.BuildFor.Seconds(), float64(img.Size)/1e6)
+		} else {
+			o.Log("image %s present (%.0f MB): not rebuilt", img.Name, float64(img.Size)/1e6)
+		}
 		return nil
 	case "up":
 		if *nodes > 1 {
@@ -152,7 +169,7 @@ func run(args []string) error {
 		o.Log("stopped pid %d (peak RSS %.0f MiB), removed %s", inst.PID, float64(rss)/1024, inst.Dir)
 		return os.Remove(*state)
 	}
-	return fmt.Errorf("unknown command %q (fetch|up|down|restart|kill|pause|resume|status|check)", args[0])
+	return fmt.Errorf("unknown command %q (fetch|image|up|down|restart|kill|pause|resume|status|check)", args[0])
 }
 
 // upCluster starts an n-node cluster, saving the state file after each
