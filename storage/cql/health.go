@@ -39,6 +39,10 @@ type health struct {
 	factor        float64
 	probeInterval time.Duration
 	attemptTO     time.Duration
+	// callTO bounds every attempt (Timeout): a hand-out with neither a
+	// reply nor a timeout observed within it was never sent (gocql asked
+	// for a host it then did not use) and no longer counts as outstanding.
+	callTO time.Duration
 	hedgeDelay    time.Duration // fixed hedge delay; 0: adaptive
 	log           *slog.Logger
 	// isUp reports whether gocql will send an attempt handed out to a host:
@@ -62,6 +66,7 @@ type hostState struct {
 	lastReply    time.Time
 	timedOutAt   time.Time // an attempt timeout while peers answered; zero: none since the last reply
 	lastProbe    time.Time
+	noReplyAt    time.Time // the end of the last attempt observed without a reply
 	suspected    bool // as last evaluated, for the transition logs
 }
 
@@ -95,6 +100,7 @@ func newHealth(o *Options, now func() time.Time) *health {
 		factor:        o.SuspectFactor,
 		probeInterval: o.ProbeInterval,
 		attemptTO:     o.AttemptTimeout,
+		callTO:        o.Timeout,
 		hedgeDelay:    o.HedgeDelay,
 		log:           o.Logger,
 		isUp:          (*gocql.HostInfo).IsUp,
@@ -139,7 +145,8 @@ func (h *health) suspectedLocked(st *hostState, now time.Time) bool {
 	switch {
 	case !st.timedOutAt.IsZero():
 		reason = "an attempt timed out while other hosts answered"
-	case !st.pendingSince.IsZero() && now.Sub(st.pendingSince) > h.thresholdLocked(now):
+	case !st.pendingSince.IsZero() && now.Sub(st.pendingSince) > h.thresholdLocked(now) &&
+		(now.Sub(st.pendingSince) <= h.callTO || !st.noReplyAt.Before(st.pendingSince)):
 		reason = "an attempt is outstanding with no reply since"
 	}
 	s := reason != ""
@@ -191,6 +198,9 @@ func (h *health) observe(ctx context.Context, hi *gocql.HostInfo, start, end tim
 	defer h.mu.Unlock()
 	h.mu.stats.Attempts++
 	st := h.stateLocked(hi)
+	if !replied(err) {
+		st.noReplyAt = end
+	}
 	switch {
 	case replied(err):
 		if err == nil {

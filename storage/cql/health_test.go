@@ -324,3 +324,31 @@ func TestHealthAHandOutToADownHostIsNoAttempt(t *testing.T) {
 	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false), "A is up again and was never sent an attempt")
 	assert.Empty(t, f.h.Stats().Suspected)
 }
+
+// TestHealthAHandOutNeverSentExpires: gocql may take a host from a plan and
+// not send it an attempt; with neither a reply nor an unanswered attempt
+// observed within Timeout (which bounds every attempt), the hand-out no
+// longer makes the host suspected. An attempt observed without a reply
+// keeps it suspected.
+func TestHealthAHandOutNeverSentExpires(t *testing.T) {
+	f := newHealthFixture(t, nil) // Timeout 5 s
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false), "A is handed out and never sent")
+	f.clk.advance(4 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, f.b, f.plan(false)[0], "4 s: within Timeout, A may still be outstanding")
+	f.reply(f.b, 2*time.Millisecond)
+	f.reply(f.c, 2*time.Millisecond)
+	f.clk.advance(2 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, f.a, f.plan(false)[0], "6 s with nothing observed: the hand-out was never sent")
+
+	g := newHealthFixture(t, nil)
+	g.warm(50, 2*time.Millisecond)
+	require.Equal(t, g.a, g.first(false))
+	g.clk.advance(4 * time.Second)
+	g.h.observe(context.Background(), g.a, g.clk.now().Add(-4*time.Second), g.clk.now(), gocql.ErrTimeoutNoResponse)
+	g.clk.advance(2 * time.Second)
+	g.warm(1, 2*time.Millisecond)
+	assert.Equal(t, g.b, g.plan(false)[0], "an attempt that timed out keeps A suspected past Timeout")
+}
