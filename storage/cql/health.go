@@ -42,9 +42,9 @@ type health struct {
 	// callTO bounds every attempt (Timeout): a hand-out with neither a
 	// reply nor a timeout observed within it was never sent (gocql asked
 	// for a host it then did not use) and no longer counts as outstanding.
-	callTO time.Duration
-	hedgeDelay    time.Duration // fixed hedge delay; 0: adaptive
-	log           *slog.Logger
+	callTO     time.Duration
+	hedgeDelay time.Duration // fixed hedge delay; 0: adaptive
+	log        *slog.Logger
 	// isUp reports whether gocql will send an attempt handed out to a host:
 	// it skips a host it sees down without an attempt, hence without the
 	// observation that would end the hand-out's pending state.
@@ -67,7 +67,7 @@ type hostState struct {
 	timedOutAt   time.Time // an attempt timeout while peers answered; zero: none since the last reply
 	lastProbe    time.Time
 	noReplyAt    time.Time // the end of the last attempt observed without a reply
-	suspected    bool // as last evaluated, for the transition logs
+	suspected    bool      // as last evaluated, for the transition logs
 }
 
 // HealthStats counts what the health-aware host choice did. Counters are
