@@ -91,25 +91,9 @@ func startScylla(ctx context.Context, img string) (func(), error) {
 	if ctr != nil {
 		c = ctr
 	}
-	wd := watch(c)
-	stop := func() { terminate(c, wd) }
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	host, err := ctr.NonShardAwareConnectionHost(ctx)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	testCluster.hosts = []string{host}
-	testCluster.source = "testcontainers"
-	testCluster.image = img
-	if err := describeCluster(ctx, "scylla"); err != nil {
-		stop()
-		return nil, err
-	}
-	return stop, nil
+	return adopt(c, img, err,
+		func() (string, error) { return ctr.NonShardAwareConnectionHost(ctx) },
+		func() error { return describeCluster(ctx, "scylla") })
 }
 
 func startCassandraContainer(ctx context.Context, img string) (func(), error) {
@@ -127,13 +111,27 @@ func startCassandraContainer(ctx context.Context, img string) (func(), error) {
 	if ctr != nil {
 		c = ctr
 	}
+	stop, err := adopt(c, img, err,
+		func() (string, error) { return ctr.PortEndpoint(ctx, "9042/tcp", "") },
+		func() error { return waitCQL(ctx, time.Minute) })
+	if err != nil {
+		return nil, err
+	}
+	logf("Cassandra container %s (%s) answered CQL %.1f s after it was created", shortID(ctr), img, time.Since(began).Seconds())
+	return stop, nil
+}
+
+// adopt makes c (nil when it was not created) the run's cluster: it is
+// watched and terminated by the returned stop, also when err, endpoint or
+// ready fails, in which case stop has already run.
+func adopt(c testcontainers.Container, img string, err error, endpoint func() (string, error), ready func() error) (func(), error) {
 	wd := watch(c)
 	stop := func() { terminate(c, wd) }
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	host, err := ctr.PortEndpoint(ctx, "9042/tcp", "")
+	host, err := endpoint()
 	if err != nil {
 		stop()
 		return nil, err
@@ -141,11 +139,10 @@ func startCassandraContainer(ctx context.Context, img string) (func(), error) {
 	testCluster.hosts = []string{host}
 	testCluster.source = "testcontainers"
 	testCluster.image = img
-	if err := waitCQL(ctx, time.Minute); err != nil {
+	if err := ready(); err != nil {
 		stop()
 		return nil, err
 	}
-	logf("Cassandra container %s (%s) answered CQL %.1f s after it was created", shortID(ctr), img, time.Since(began).Seconds())
 	return stop, nil
 }
 
