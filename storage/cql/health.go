@@ -18,11 +18,18 @@ import (
 // hedging policy.
 //
 // A host is suspected when
-//   - an attempt handed to it has been outstanding longer than the
-//     suspicion threshold, max(SuspectFloor, SuspectFactor x the p99 of
-//     recent healthy replies), and the host has not replied since; or
-//   - an attempt to it got no answer within its attempt timeout while
-//     another host replied within the last AttemptTimeout.
+//   - it has been silent longer than the suspicion threshold,
+//     max(SuspectFloor, SuspectFactor x the p99 of recent healthy replies):
+//     an attempt handed to it is outstanding (at most Timeout, which bounds
+//     every attempt) or ended unanswered that long after the oldest
+//     unanswered hand-out, with no reply from it since; or
+//   - an attempt to it got no answer within its attempt timeout, unless
+//     that silence was shared: another host's attempt timed out too while
+//     this one was in flight and no host replied in that time (the client or
+//     the network was silent, not one host). A lone attempt that times out
+//     (a session that only renews a lease) suspects its host: there is
+//     nothing to compare it with, and a slow Paxos round elsewhere must not
+//     raise the threshold above the attempt timeout it is measured against.
 //
 // A reply from a host (a result, or an error the server sent) re-admits it.
 // Suspected hosts go last in every query plan, conditional statements and
@@ -64,10 +71,15 @@ type hostState struct {
 	info         *gocql.HostInfo // the latest seen
 	pendingSince time.Time       // the oldest attempt handed out since the last reply; zero: none
 	lastReply    time.Time
-	timedOutAt   time.Time // an attempt timeout while peers answered; zero: none since the last reply
-	lastProbe    time.Time
-	noReplyAt    time.Time // the end of the last attempt observed without a reply
-	suspected    bool      // as last evaluated, for the transition logs
+	timedOutAt   time.Time // an attempt timeout that suspects the host; zero: none since the last reply
+	// timedOutAlone: timedOutAt is a lone timeout, no other host's reply
+	// in its window to compare with; a timeout of another host in that
+	// window withdraws it (a shared silence).
+	timedOutAlone bool
+	lastTimeout   time.Time // the end of the last attempt that timed out with no answer
+	lastProbe     time.Time
+	noReplyAt     time.Time // the end of the last attempt observed without a reply
+	suspected     bool      // as last evaluated, for the transition logs
 }
 
 // HealthStats counts what the health-aware host choice did. Counters are
@@ -143,10 +155,11 @@ func (h *health) thresholdLocked(now time.Time) time.Duration {
 func (h *health) suspectedLocked(st *hostState, now time.Time) bool {
 	var reason string
 	switch {
+	case !st.timedOutAt.IsZero() && st.timedOutAlone:
+		reason = "an attempt timed out, no other host timing out with it"
 	case !st.timedOutAt.IsZero():
 		reason = "an attempt timed out while other hosts answered"
-	case !st.pendingSince.IsZero() && now.Sub(st.pendingSince) > h.thresholdLocked(now) &&
-		(now.Sub(st.pendingSince) <= h.callTO || !st.noReplyAt.Before(st.pendingSince)):
+	case h.silentForLocked(st, now) > h.thresholdLocked(now):
 		reason = "an attempt is outstanding with no reply since"
 	}
 	s := reason != ""
@@ -154,10 +167,27 @@ func (h *health) suspectedLocked(st *hostState, now time.Time) bool {
 		h.mu.stats.Suspicions++
 		h.log.Warn("cql: host suspected: it goes last in every query plan until it replies",
 			"host", st.info.ConnectAddress().String(), "reason", reason,
-			"outstanding", now.Sub(st.pendingSince).Round(time.Millisecond), "threshold", h.thresholdLocked(now))
+			"silent_for", h.silentForLocked(st, now).Round(time.Millisecond), "threshold", h.thresholdLocked(now))
 	}
 	st.suspected = s
 	return s
+}
+
+// silentForLocked is how long st has been seen silent: since its oldest
+// unanswered hand-out, up to now while an attempt may still be in flight
+// (Timeout bounds every attempt), else up to the last attempt that ended
+// unanswered. A hand-out gocql never sent, or one cancelled at once with
+// nothing handed out since, stops counting after Timeout.
+func (h *health) silentForLocked(st *hostState, now time.Time) time.Duration {
+	switch {
+	case st.pendingSince.IsZero():
+		return 0
+	case now.Sub(st.pendingSince) <= h.callTO:
+		return now.Sub(st.pendingSince)
+	case st.noReplyAt.After(st.pendingSince):
+		return st.noReplyAt.Sub(st.pendingSince)
+	}
+	return 0
 }
 
 // handOut records that an attempt of the statement tracked by tr goes to hi.
@@ -213,17 +243,48 @@ func (h *health) observe(ctx context.Context, hi *gocql.HostInfo, start, end tim
 			}
 			h.log.Info("cql: host re-admitted: it replied", "host", hi.ConnectAddress().String(), "silent_for", silent)
 		}
-		st.lastReply, st.pendingSince, st.timedOutAt, st.suspected = end, time.Time{}, time.Time{}, false
+		st.lastReply, st.pendingSince, st.timedOutAt, st.timedOutAlone, st.suspected = end, time.Time{}, time.Time{}, false, false
 		if end.After(h.mu.lastReply) {
 			h.mu.lastReply = end
 		}
 	case errors.Is(err, gocql.ErrTimeoutNoResponse):
-		// Peers answering within the last attempt timeout make the silence
-		// this host's, not the cluster's or the client's.
-		if !h.mu.lastReply.IsZero() && end.Sub(h.mu.lastReply) < h.attemptTO && h.mu.lastReply.After(st.lastReply) {
-			st.timedOutAt = end
+		h.timedOutLocked(st, start, end)
+	}
+}
+
+// timedOutLocked records that an attempt to st, in flight from start to
+// end, timed out with no answer.
+func (h *health) timedOutLocked(st *hostState, start, end time.Time) {
+	st.lastTimeout = end
+	// A peer that replied in this attempt's window (or within the last
+	// attempt timeout) makes the silence this host's.
+	since := end.Add(-h.attemptTO)
+	if start.Before(since) {
+		since = start
+	}
+	if h.mu.lastReply.After(since) && h.mu.lastReply.After(st.lastReply) {
+		st.timedOutAt, st.timedOutAlone = end, false
+		return
+	}
+	// No peer replied. Peers that timed out in this window too make it a
+	// shared silence, the client's or the network's: it suspects nobody,
+	// and withdraws the lone timeouts it is made of.
+	var shared []string
+	for _, o := range h.mu.hosts {
+		if o != st && o.lastTimeout.After(since) && o.lastReply.Before(o.lastTimeout) {
+			shared = append(shared, o.info.ConnectAddress().String())
+			if o.timedOutAlone {
+				o.timedOutAt, o.timedOutAlone = time.Time{}, false
+			}
 		}
 	}
+	if len(shared) == 0 {
+		st.timedOutAt, st.timedOutAlone = end, true
+		return
+	}
+	slices.Sort(shared)
+	h.log.Warn("cql: attempts to several hosts timed out with no reply from any (the client or the network is silent): none suspected for it",
+		"host", st.info.ConnectAddress().String(), "also", shared)
 }
 
 // replied reports whether an attempt that ended with err got an answer from

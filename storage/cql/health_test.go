@@ -168,6 +168,7 @@ func TestHealthAClusterWideSilenceSuspectsNobodyByTimeouts(t *testing.T) {
 		f.h.observe(context.Background(), hi, f.clk.now().Add(-time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
 	}
 	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false))
+	assert.Empty(t, f.h.Stats().Suspected, "the first timeout, alone when observed, is withdrawn by the others")
 }
 
 func TestHealthOnlyAnAnswerReadmits(t *testing.T) {
@@ -351,4 +352,66 @@ func TestHealthAHandOutNeverSentExpires(t *testing.T) {
 	g.clk.advance(2 * time.Second)
 	g.warm(1, 2*time.Millisecond)
 	assert.Equal(t, g.b, g.plan(false)[0], "an attempt that timed out keeps A suspected past Timeout")
+}
+
+func TestHealthALoneRenewalThatTimedOutSuspectsItsHost(t *testing.T) {
+	// A session that only renews a lease: one conditional write every few
+	// seconds, Paxos rounds slow (1.4 s) while a replica is paused and not
+	// yet convicted by gossip. The renewal sent to the paused A times out
+	// after LWTAttemptTimeout with nothing else in flight; its retry must
+	// go to another coordinator.
+	f := newHealthFixture(t, nil) // Timeout 5 s, LWTAttemptTimeout 4 s
+	for range 3 {
+		f.reply(f.b, 1400*time.Millisecond)
+		f.clk.advance(3 * time.Second)
+		f.reply(f.c, 1400*time.Millisecond)
+		f.clk.advance(3 * time.Second)
+	}
+	require.Equal(t, f.a, f.first(false))
+	f.clk.advance(4 * time.Second)
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-4*time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	f.clk.advance(time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false))
+}
+
+func TestHealthAnAttemptCancelledAtOnceIsNoLongSilence(t *testing.T) {
+	// A hedge's loser, cancelled 8 ms after it began, and nothing handed to
+	// A after it: A was not silent for long, however late the next plan.
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(true))
+	f.clk.advance(8 * time.Millisecond)
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-8*time.Millisecond), f.clk.now(), context.Canceled)
+	f.clk.advance(200 * time.Millisecond)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, f.b, f.plan(false)[0], "within Timeout: A may still be silent")
+	f.reply(f.b, 2*time.Millisecond)
+	f.reply(f.c, 2*time.Millisecond)
+	f.clk.advance(17 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, f.a, f.plan(false)[0], "17 s later: 8 ms without a reply is no reason to suspect A")
+}
+
+func TestHealthAHostWhoseAttemptsAreAllOvertakenStaysSuspected(t *testing.T) {
+	// A paused host under hedged reads: every attempt to it is cancelled
+	// when the hedge to another host wins, none times out. Its silence
+	// keeps growing past Timeout.
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	for range 80 {
+		next := f.h.order(f.inner(), true, nil)
+		var first *gocql.HostInfo
+		for sh := next(); sh != nil; sh = next() {
+			if hi := sh.Info(); hi == f.a {
+				first = hi
+				break
+			}
+		}
+		require.NotNil(t, first)
+		f.clk.advance(7 * time.Millisecond)
+		f.h.observe(context.Background(), f.a, f.clk.now().Add(-7*time.Millisecond), f.clk.now(), context.Canceled)
+		f.reply(f.b, 2*time.Millisecond)
+		f.clk.advance(93 * time.Millisecond)
+	}
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "8 s of attempts without a reply")
 }

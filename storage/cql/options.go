@@ -86,9 +86,11 @@ type Options struct {
 	// Must be less than Timeout.
 	LWTAttemptTimeout time.Duration
 
-	// SuspectFloor and SuspectFactor set when a host is suspected: an
-	// attempt outstanding longer than max(SuspectFloor, SuspectFactor x the
-	// p99 of recent healthy replies) with no reply from its host since.
+	// SuspectFloor and SuspectFactor set when a silent host is suspected:
+	// attempts to it outstanding or unanswered for longer than
+	// max(SuspectFloor, SuspectFactor x the p99 of recent healthy replies)
+	// with no reply from it since. An attempt that times out suspects its
+	// host at once, unless other hosts timed out with it (see health).
 	// Suspected hosts go last in every query plan until they reply.
 	// Defaults 100 ms and 10.
 	SuspectFloor  time.Duration
