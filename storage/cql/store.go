@@ -25,6 +25,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -111,7 +112,58 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		_ = st.Close()
 		return nil, err
 	}
+	st.fetchRouting(ctx)
 	return st, nil
+}
+
+// all returns every statement text.
+func (t *statements) all() []string {
+	return append([]string{t.get, t.getIn, t.put, t.putTTL, t.putTTLIfNotExists, t.insertIfNotExists,
+		t.ttl, t.casUpdate, t.updateIf, t.casDelete, t.condAbsent}, t.read[:]...)
+}
+
+// fetchRouting has gocql fetch the routing information (partition key
+// columns, LWT flag) of every statement now, while the cluster is known to
+// answer. gocql fetches it on a statement's first use otherwise, with a
+// PREPARE sent to the first up host of its list whatever the host policy
+// says, and the statement waits for it: a renewal whose first use came while
+// that host was paused lost its whole 4 s attempt there before it was even
+// sent. A failure here is logged, not returned: the information is then
+// fetched on first use, as before.
+func (s *Store) fetchRouting(ctx context.Context) {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	stmts := s.stmt.all()
+	errs := make([]error, len(stmts))
+	var wg sync.WaitGroup
+	for i, stmt := range stmts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Placeholder values: the routing key computed from them is
+			// discarded; the statement's routing information stays cached
+			// in the session.
+			q := s.session.Query(stmt, make([]any, strings.Count(stmt, "?"))...).WithContext(qctx).
+				SetRequestTimeout(s.o.AttemptTimeout)
+			_, errs[i] = q.GetRoutingKey()
+			q.Release()
+		}()
+	}
+	wg.Wait()
+	var failed int
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			if failed == 0 {
+				first = err
+			}
+			failed++
+		}
+	}
+	if failed > 0 {
+		s.o.Logger.Warn("cql: open: routing information not fetched: it is fetched on first use, from the first host gocql lists, which may be silent then",
+			"statements", failed, "of", len(stmts), "err", first)
+	}
 }
 
 // checkTable fails clearly when the keyspace or table is missing.
