@@ -99,7 +99,9 @@ test-integration: $(LAUNCHER) cqlsh-venv
 	  if [ "$$path" = testcontainers ]; then \
 	    run=it-$$$$-$$(date +%s); began=$$(date +%s); \
 	    echo "test-integration: the integration suite through testcontainers (run label org.cqlseq.run=$$run)"; \
-	    rc=0; (cd integration && CQLSEQ_RUN_ID=$$run CQLSEQ_CQL_CLUSTER=testcontainers CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...) || rc=$$?; \
+	    itlog=$(CACHE)/it-$$run.log; mkdir -p $(CACHE); rm -f $$itlog; \
+	    rc=0; (cd integration && CQLSEQ_IT_LOG=$$itlog CQLSEQ_RUN_ID=$$run CQLSEQ_CQL_CLUSTER=testcontainers CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...) || rc=$$?; \
+	    sed 's/^/test-integration: /' $$itlog 2>/dev/null || true; rm -f $$itlog; \
 	    $(MAKE) --no-print-directory check-containers RUN_ID=$$run || rc=1; \
 	    echo "test-integration: testcontainers pass $$( [ $$rc -eq 0 ] && echo passed || echo FAILED ) in $$(( $$(date +%s) - began )) s"; \
 	    [ $$rc -eq 0 ]; \

@@ -100,7 +100,9 @@ func Main(m *testing.M) int {
 	if testCluster.image != "" {
 		from += ", image " + testCluster.image
 	}
-	fmt.Fprintf(os.Stderr, "integration: %s %s at %s (from %s), replication factor %d\n", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), from, replicationFactor())
+	found := fmt.Sprintf("%s %s at %s (from %s), replication factor %d", testCluster.engine, testCluster.release, strings.Join(testCluster.hosts, ","), from, replicationFactor())
+	fmt.Fprintf(os.Stderr, "integration: %s\n", found)
+	noteCluster(found)
 
 	ks, drop, err := createRunKeyspace(ctx)
 	if err != nil {
@@ -162,6 +164,23 @@ func findCluster(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	return stop, nil
+}
+
+// noteCluster appends "package: found" to the file CQLSEQ_IT_LOG names, if
+// any: go test shows a passing package's output only with -v, and make
+// test-integration prints this file to say which cluster each package used.
+func noteCluster(found string) {
+	path := os.Getenv("CQLSEQ_IT_LOG")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	wd, _ := os.Getwd()
+	fmt.Fprintf(f, "%s: %s\n", filepath.Base(wd), found)
 }
 
 // stopOnce returns a func that calls stop the first time only.
