@@ -62,6 +62,9 @@ func unavailable(err error) bool {
 		gocql.ErrNoConnections, gocql.ErrConnectionClosed, gocql.ErrTimeoutNoResponse,
 		gocql.ErrNoConnectionsInPool, gocql.ErrUnavailable, gocql.ErrNoConnectionsStarted,
 		gocql.ErrSessionNotReady,
+		// A connection the node closed with the request in flight (seen
+		// after a network partition healed): another host may answer.
+		io.EOF, io.ErrUnexpectedEOF,
 	} {
 		if errors.Is(err, e) {
 			return true

@@ -1,6 +1,8 @@
 package cql
 
 import (
+	"fmt"
+	"io"
 	"testing"
 
 	"github.com/gocql/gocql"
@@ -22,6 +24,16 @@ func TestServerErrorsAreClassifiedByCode(t *testing.T) {
 	assert.True(t, replied(syntax))
 
 	assert.False(t, replied(gocql.ErrTimeoutNoResponse))
+}
+
+func TestAConnectionClosedUnderARequestIsRetriedElsewhere(t *testing.T) {
+	// What verify's read got after the campaign healed a partition:
+	// "cql: get batch: EOF (potentially executed: true)".
+	for _, err := range []error{io.EOF, io.ErrUnexpectedEOF, fmt.Errorf("get batch: %w", io.EOF)} {
+		assert.True(t, unavailable(err), "%v", err)
+		assert.Equal(t, gocql.RetryNextHost, idempotentRetry{}.GetRetryType(err), "%v", err)
+		assert.False(t, replied(err), "%v", err)
+	}
 }
 
 func TestOwnedIsACopyAndNeverNull(t *testing.T) {
