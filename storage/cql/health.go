@@ -269,22 +269,25 @@ func (h *health) timedOutLocked(st *hostState, start, end time.Time) {
 	// No peer replied. Peers that timed out in this window too make it a
 	// shared silence, the client's or the network's: it suspects nobody,
 	// and withdraws the lone timeouts it is made of.
-	var shared []string
+	shared, withdrawn := false, []string(nil)
 	for _, o := range h.mu.hosts {
 		if o != st && o.lastTimeout.After(since) && o.lastReply.Before(o.lastTimeout) {
-			shared = append(shared, o.info.ConnectAddress().String())
+			shared = true
 			if o.timedOutAlone {
 				o.timedOutAt, o.timedOutAlone = time.Time{}, false
+				withdrawn = append(withdrawn, o.info.ConnectAddress().String())
 			}
 		}
 	}
-	if len(shared) == 0 {
+	if !shared {
 		st.timedOutAt, st.timedOutAlone = end, true
 		return
 	}
-	slices.Sort(shared)
-	h.log.Warn("cql: attempts to several hosts timed out with no reply from any (the client or the network is silent): none suspected for it",
-		"host", st.info.ConnectAddress().String(), "also", shared)
+	if len(withdrawn) > 0 { // once per shared silence, not per timeout
+		slices.Sort(withdrawn)
+		h.log.Warn("cql: attempts to several hosts timed out with no reply from any (the client or the network is silent): their timeouts suspect none of them",
+			"host", st.info.ConnectAddress().String(), "withdrawn", withdrawn)
+	}
 }
 
 // replied reports whether an attempt that ended with err got an answer from
