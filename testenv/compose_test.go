@@ -13,23 +13,34 @@ import (
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
+// composeFile is what the checks read of a compose file.
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Command     string            `yaml:"command"`
+		Environment map[string]string `yaml:"environment"`
+		Ports       []string          `yaml:"ports"`
+		Healthcheck map[string]any    `yaml:"healthcheck"`
+		DependsOn   map[string]any    `yaml:"depends_on"`
+	} `yaml:"services"`
+}
+
+// readCompose returns the file at path and what the checks read of it.
+func readCompose(t *testing.T, path string) ([]byte, composeFile) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var f composeFile
+	require.NoError(t, yaml.Unmarshal(b, &f))
+	return b, f
+}
+
 // TestComposeFile checks docker-compose.yml where no compose client can: a
 // 3-node ScyllaDB cluster on a pinned tag, in developer mode with small
 // memory, health-checked, publishing CQL 9042 and shard-aware 19042 on the
 // first node, the others seeded from it.
 func TestComposeFile(t *testing.T) {
-	b, err := os.ReadFile("../docker-compose.yml")
-	require.NoError(t, err)
-	var f struct {
-		Services map[string]struct {
-			Image       string         `yaml:"image"`
-			Command     string         `yaml:"command"`
-			Ports       []string       `yaml:"ports"`
-			Healthcheck map[string]any `yaml:"healthcheck"`
-			DependsOn   map[string]any `yaml:"depends_on"`
-		} `yaml:"services"`
-	}
-	require.NoError(t, yaml.Unmarshal(b, &f))
+	b, f := readCompose(t, "../docker-compose.yml")
 	require.Len(t, f.Services, 3)
 	for name, s := range f.Services {
 		require.Regexp(t, `^scylladb/scylla:\d+\.\d+\.\d+$`, s.Image, name)
@@ -51,18 +62,7 @@ func TestComposeFile(t *testing.T) {
 // cluster, health-checked, started one after another, CQL published from
 // the first.
 func TestComposeCassandraFile(t *testing.T) {
-	b, err := os.ReadFile("../docker-compose.cassandra.yml")
-	require.NoError(t, err)
-	var f struct {
-		Services map[string]struct {
-			Image       string            `yaml:"image"`
-			Environment map[string]string `yaml:"environment"`
-			Ports       []string          `yaml:"ports"`
-			Healthcheck map[string]any    `yaml:"healthcheck"`
-			DependsOn   map[string]any    `yaml:"depends_on"`
-		} `yaml:"services"`
-	}
-	require.NoError(t, yaml.Unmarshal(b, &f))
+	b, f := readCompose(t, "../docker-compose.cassandra.yml")
 	require.Len(t, f.Services, 3)
 	for i, name := range []string{"cassandra1", "cassandra2", "cassandra3"} {
 		s, ok := f.Services[name]

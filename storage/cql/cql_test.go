@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -84,10 +86,22 @@ func TestStatements(t *testing.T) {
 	assert.Equal(t, "SELECT c_col, value FROM ks.values WHERE p_key = ? AND c_col >= ? AND c_col < ?", st.read[3])
 	assert.Equal(t, "INSERT INTO ks.values (p_key, c_col, value) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?", st.putTTLIfNotExists)
 	assert.Equal(t, "UPDATE ks.values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?", st.casUpdate)
-	for _, s := range []string{st.get, st.getIn, st.put, st.putTTL, st.ttl, st.casDelete, st.condAbsent, st.updateIf, st.insertIfNotExists, st.read[0], st.read[1], st.read[2]} {
+	for _, s := range st.all() {
 		assert.Contains(t, s, " ks.values ")
 		assert.NotContains(t, s, "'", "values are bound, never spelled: %s", s)
 	}
+	// all (whose routing information Open fetches) names every statement.
+	var n int
+	v := reflect.ValueOf(st)
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.String:
+			n++
+		case reflect.Array:
+			n += f.Len()
+		}
+	}
+	assert.Len(t, slices.Compact(slices.Sorted(slices.Values(st.all()))), n)
 }
 
 func rows(p string, kv ...string) []storage.Row {
