@@ -32,15 +32,17 @@ import (
 // idempotentRetries bounds the retries of one idempotent statement.
 const idempotentRetries = 2
 
-// clientClock issues the client timestamps of plain writes: microseconds
-// since the epoch, strictly increasing within the process.
-var clientClock monotonicMicros
-
-type monotonicMicros struct{ last atomic.Int64 }
+// monotonicMicros issues the client timestamps of a Store's unversioned
+// plain writes: microseconds since the epoch of its clock, strictly
+// increasing within the Store even when the clock steps back.
+type monotonicMicros struct {
+	now  func() time.Time
+	last atomic.Int64
+}
 
 // next returns max(now, the last timestamp issued + 1).
 func (c *monotonicMicros) next() int64 {
-	now := time.Now().UnixMicro()
+	now := c.now().UnixMicro()
 	for {
 		last := c.last.Load()
 		ts := max(now, last+1)

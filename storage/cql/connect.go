@@ -39,14 +39,15 @@ func ValidName(s string) bool { return validName.MatchString(s) }
 // Connect is the usual way to a session. A Store given such a session as
 // Options.Session hedges only with a fixed HedgeDelay.
 func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
-	c, _, err := clusterConfig(o, time.Now)
+	c, _, err := clusterConfig(o)
 	return c, err
 }
 
 // clusterConfig is ClusterConfig, with the session's health (nil with
-// DisableHealth) and its clock.
-func clusterConfig(o Options, now func() time.Time) (*gocql.ClusterConfig, *health, error) {
+// DisableHealth); the health policy reads Options.Now.
+func clusterConfig(o Options) (*gocql.ClusterConfig, *health, error) {
 	o.EnsureDefaults()
+	now := o.Now
 	if err := o.validateConn(); err != nil {
 		return nil, nil, err
 	}
@@ -99,7 +100,7 @@ func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 
 // connect is Connect, with the session's health (nil with DisableHealth).
 func connect(ctx context.Context, o Options) (*gocql.Session, *health, error) {
-	c, h, err := clusterConfig(o, time.Now)
+	c, h, err := clusterConfig(o)
 	if err != nil {
 		return nil, nil, err
 	}

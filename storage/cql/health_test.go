@@ -277,7 +277,7 @@ func TestIdempotentRetryPolicy(t *testing.T) {
 }
 
 func TestClientClockIsStrictlyIncreasing(t *testing.T) {
-	var c monotonicMicros
+	c := monotonicMicros{now: time.Now}
 	c.last.Store(time.Now().Add(time.Hour).UnixMicro()) // a clock that stepped back
 	prev := c.next()
 	for range 1000 {

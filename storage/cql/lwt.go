@@ -200,7 +200,7 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 		for _, e := range plan.effects {
 			rs = append(rs, storage.Row{PKey: pKey, CCols: e.cCols, Value: e.after.value})
 		}
-		if err := s.writeChunk(ctx, clientClock.next(), rs); err != nil {
+		if err := s.writeChunk(ctx, s.clock.next(), rs); err != nil {
 			return false, err
 		}
 		return true, nil

@@ -152,6 +152,13 @@ type Options struct {
 	// Logger receives the driver's messages and unknown LWT outcomes.
 	// Default slog.Default().
 	Logger *slog.Logger
+
+	// Now is the store's wall clock: every wall-clock reading of the store
+	// (the client timestamps of unversioned plain writes, the health
+	// policy's clock) is taken through it. Default time.Now. Tests and the
+	// campaign skew it (cqlseq bench --clock-offset); no safety property of
+	// cqlseq depends on it (docs/design.md).
+	Now func() time.Time
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -216,6 +223,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 }
 

@@ -92,7 +92,7 @@ func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
 	}
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
-	if err := s.write(qctx, clientClock.next(), s.stmt.put, owned(pKey), owned(cCols), owned(value)).Exec(); err != nil {
+	if err := s.write(qctx, s.clock.next(), s.stmt.put, owned(pKey), owned(cCols), owned(value)).Exec(); err != nil {
 		return s.fail(ctx, qctx, "put", err)
 	}
 	return nil
@@ -113,7 +113,7 @@ func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
 		}
 	}
 	chunks := chunkRows(rows, s.o.BatchRows, s.o.BatchBytes)
-	ts := clientClock.next() // one logical write: one timestamp for every chunk and attempt
+	ts := s.clock.next() // one logical write: one timestamp for every chunk and attempt
 	return runBounded(ctx, s.o.WriteWorkers, len(chunks), func(ctx context.Context, i int) error {
 		return s.writeChunk(ctx, ts, chunks[i])
 	})

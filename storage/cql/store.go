@@ -43,6 +43,7 @@ type Store struct {
 	stmt    statements
 	health  *health                          // nil: DisableHealth, or a caller's Session
 	hedge   gocql.SpeculativeExecutionPolicy // nil: no hedging
+	clock   monotonicMicros
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -94,6 +95,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, fmt.Errorf("cql: open: %w", err)
 	}
 	st := &Store{o: o, session: o.Session, stmt: newStatements(o.Keyspace, o.Table)}
+	st.clock.now = o.Now
 	if st.session == nil {
 		s, h, err := connect(ctx, o)
 		if err != nil {
