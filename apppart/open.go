@@ -12,7 +12,6 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/seqstorage"
 	"github.com/cqlseq/cqlseq/storage"
-	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // OpenOptions configure Open.
@@ -165,10 +164,12 @@ func (g GroupWrites) grouped(st storage.Storage) bool {
 
 // Open builds the partition App/Partition over the storages: seqstorage
 // (reading the PLog with plog's reader) under a sequencer, and a
-// plog.Writer in o.Mode as the event log. It reads the partition's stored
-// next PLog offset once, under ctx, so that an unreachable storage fails
-// Open rather than leaving a partition that is busy forever. The partition
-// actualizes first: Do returns ErrBusy until it is done.
+// plog.Writer in o.Mode as the event log. It takes the partition over
+// under ctx, in every mode (a new ownership epoch, whose versions every
+// write of this owner carries; in fenced mode also the PLog's fences), so
+// that an unreachable storage fails Open rather than leaving a partition
+// that is busy forever. The partition actualizes first: Do returns ErrBusy
+// until it is done.
 func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -180,16 +181,18 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	}
 	fenced := o.Mode == plog.ModeFenced
 	grouped := fenced || o.GroupWrites.grouped(o.AppStorage)
-	var epoch uint64
+	owned, versions, err := takeOver(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	var epoch uint64 // the fenced mode's: its number cells and fences
 	if fenced {
-		if epoch, err = takeOver(ctx, o); err != nil {
-			return nil, err
-		}
+		epoch = owned
 	}
 	ss, err := seqstorage.New(seqstorage.Options{
 		Storage: o.Storage, App: o.App, Partition: o.Partition,
 		Reader: reader, Timeout: o.StorageTimeout, MinAccepted: o.MinAccepted,
-		Epoch: epoch,
+		Epoch: epoch, Versions: versions,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -199,9 +202,10 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if fenced {
 		fw, err = plog.NewFencedWriter(plog.FencedWriterOptions{
 			Storage: o.AppStorage, Partition: o.Partition, Epoch: epoch, MaxGroupEvents: o.MaxGroupEvents,
+			Versions: versions,
 		})
 	} else {
-		w, err = plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode})
+		w, err = plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode, Versions: versions})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -216,11 +220,6 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	params.EnsureDefaults()
 	if err := params.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-	}
-	if !fenced {
-		if _, _, err := vvmadapter.New(o.Storage, o.App).GetPLogOffset(ctx, o.Partition); err != nil {
-			return nil, fmt.Errorf("apppart: opening app %d partition %d: %w", o.App, o.Partition, err)
-		}
 	}
 	seq, cleanup, err := isequencer.New(&params)
 	if err != nil {

@@ -37,6 +37,10 @@ type FencedWriterOptions struct {
 	// event larger than the cap is written alone. Default
 	// DefaultMaxGroupBytes.
 	MaxGroupBytes int
+	// Versions are the owner's write versions (storage.Versions of Epoch):
+	// the records, put after their events, carry them (see
+	// WriterOptions.Versions). nil: unversioned.
+	Versions *storage.Versions
 }
 
 // EnsureDefaults sets zero fields to their defaults.
@@ -304,7 +308,7 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 		recs = appendRecordRows(recs, e)
 	}
 	w.mu.recs = recs
-	if err := putIdempotent(ctx, w.o.Storage, recs); err != nil {
+	if err := putIdempotent(ctx, w.o.Storage, w.o.Versions, recs); err != nil {
 		return fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records (retried): %w", part, first, last, len(recs), err)
 	}
 	return nil
@@ -326,6 +330,9 @@ func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKe
 		recs = appendRecordRows(recs, e)
 	}
 	slices.SortStableFunc(recs, func(a, b storage.Row) int { return bytes.Compare(a.PKey, b.PKey) })
+	if err := w.o.Versions.Stamp(recs); err != nil {
+		return false, true, err
+	}
 	for run := range partitionRuns(recs) {
 		batches = append(batches, storage.CondBatch{PKey: run[0].PKey, Rows: run, Requires: []int{0}})
 	}

@@ -66,7 +66,11 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) 
 			rows = appendRecordRows(rows, e)
 			nrec += len(e.Records)
 		}
-		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
+		err := w.o.Versions.Stamp(rows)
+		if err == nil {
+			err = w.o.Storage.PutBatch(ctx, rows)
+		}
+		if err != nil {
 			fill(0, fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
 				part, events[0].Offset, events[len(events)-1].Offset, len(events), nrec, err))
 		}
@@ -96,7 +100,7 @@ func (w *Writer) writeGroupLocked(ctx context.Context, events []*Event, encs [][
 			rows = appendRecordRows(rows, e)
 		}
 		if len(rows) > 0 {
-			if err := putIdempotent(ctx, w.o.Storage, rows); err != nil {
+			if err := putIdempotent(ctx, w.o.Storage, w.o.Versions, rows); err != nil {
 				for i, e := range events[:n] {
 					if len(e.Records) > 0 {
 						errs[i] = fmt.Errorf("plog: partition %d offset %d: the event is stored; writing the group's %d records (retried): %w", part, e.Offset, len(rows), err)
@@ -125,11 +129,25 @@ func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, 
 			batches[i].Requires = []int{i - 1}
 		}
 	}
+	var version uint64 // ModeTrust1's records, put: one logical write
+	if w.o.Mode == ModeTrust1 && w.o.Versions != nil {
+		var err error
+		if version, err = w.o.Versions.Next(); err != nil {
+			for i := range events {
+				errs[i] = fmt.Errorf("plog: partition %d offset %d: %w", part, events[i].Offset, err)
+			}
+			return
+		}
+	}
 	for i, e := range events {
 		for run := range partitionRuns(appendRecordRows(nil, e)) {
 			b := storage.CondBatch{PKey: run[0].PKey, Rows: run, Requires: []int{i}}
 			if w.o.Mode == ModeTrust0 {
 				b.Conds = absent(run)
+			} else {
+				for k := range run {
+					run[k].Version = version
+				}
 			}
 			batches = append(batches, b)
 			recOf = append(recOf, i)

@@ -16,10 +16,14 @@ const (
 	putFirstDelay = 10 * time.Millisecond
 )
 
-// putIdempotent writes rows with PutBatch, retrying failures (at most
-// putAttempts calls, backing off from putFirstDelay) while ctx allows. It
-// returns the last error.
-func putIdempotent(ctx context.Context, st storage.Storage, rows []storage.Row) error {
+// putIdempotent writes rows with PutBatch, stamped with one new version of
+// v (one logical write, so every retry carries the same), retrying
+// failures (at most putAttempts calls, backing off from putFirstDelay)
+// while ctx allows. It returns the last error.
+func putIdempotent(ctx context.Context, st storage.Storage, v *storage.Versions, rows []storage.Row) error {
+	if err := v.Stamp(rows); err != nil {
+		return err
+	}
 	delay := putFirstDelay
 	var err error
 	for attempt := 1; ; attempt++ {

@@ -23,6 +23,14 @@ type WriterOptions struct {
 	// Mode selects insert-if-not-exists or put for events and records.
 	// The zero value is ModeTrust0. ModeFenced is FencedWriter's.
 	Mode Mode
+	// Versions are the owner's write versions (storage.Versions of the
+	// epoch its Open took): every unconditional write of events and
+	// records (ModeTrust2's events, ModeTrust1's and ModeTrust2's records)
+	// carries one, so that a deposed owner's late write never replaces a
+	// later owner's, whatever the clocks say, and a Paxos round completing
+	// an abandoned conditional write never replaces a versioned row. nil:
+	// unversioned writes (a store with no other owner).
+	Versions *storage.Versions
 }
 
 // Validate reports every problem of o at once.
@@ -109,6 +117,9 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 		rows := append(w.mu.rows[:0], storage.Row{PKey: pKey, CCols: cCols, Value: w.mu.buf})
 		rows = appendRecordRows(rows, e)
 		w.mu.rows = rows
+		if err := w.o.Versions.Stamp(rows); err != nil {
+			return fmt.Errorf("plog: partition %d offset %d: %w", part, e.Offset, err)
+		}
 		// Not retried: the caller learns of the failure and actualizes, so
 		// that the replay decides; the event may be stored without (some
 		// of) its records, which trust level 2 does not guard against.
@@ -131,7 +142,7 @@ func (w *Writer) Write(ctx context.Context, e *Event) error {
 	rows := appendRecordRows(w.mu.rows[:0], e)
 	w.mu.rows = rows
 	if w.o.Mode == ModeTrust1 {
-		if err := putIdempotent(ctx, w.o.Storage, rows); err != nil {
+		if err := putIdempotent(ctx, w.o.Storage, w.o.Versions, rows); err != nil {
 			return fmt.Errorf("plog: partition %d offset %d: the event is stored; writing its %d records (retried): %w", part, e.Offset, len(rows), err)
 		}
 		return nil

@@ -116,9 +116,20 @@ func Apply(ctx context.Context, s *gocql.Session, o Options) (applied []int, err
 }
 
 // run executes statements in order, awaiting schema agreement after each
-// DDL statement.
+// DDL statement. An ALTER TABLE ... ADD of a column the table has already
+// is skipped, so that re-running a script is harmless on every engine
+// (ScyllaDB has no ADD IF NOT EXISTS).
 func run(ctx context.Context, s *gocql.Session, stmts []string) error {
 	for _, st := range stmts {
+		if ks, tbl, col, ok := addedColumn(st); ok {
+			exists, err := rowExists(ctx, s, "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ? AND column_name = ?", ks, tbl, col)
+			if err != nil {
+				return fmt.Errorf("%s: looking up column %s: %w", st, col, err)
+			}
+			if exists {
+				continue
+			}
+		}
 		if err := s.Query(st).Consistency(gocql.LocalQuorum).WithContext(ctx).Exec(); err != nil {
 			return fmt.Errorf("%s: %w", st, err)
 		}
@@ -129,6 +140,18 @@ func run(ctx context.Context, s *gocql.Session, stmts []string) error {
 		}
 	}
 	return nil
+}
+
+// addedColumn returns the keyspace, table and column of a statement
+// "ALTER TABLE ks.t ADD col type" (names lower-cased, as unquoted names
+// are), and false for any other statement.
+func addedColumn(stmt string) (ks, table, col string, ok bool) {
+	f := strings.Fields(stmt)
+	if len(f) < 6 || !strings.EqualFold(f[0], "ALTER") || !strings.EqualFold(f[1], "TABLE") || !strings.EqualFold(f[3], "ADD") {
+		return "", "", "", false
+	}
+	ks, table, ok = strings.Cut(strings.ToLower(f[2]), ".")
+	return ks, table, strings.ToLower(f[4]), ok
 }
 
 func rowExists(ctx context.Context, s *gocql.Session, stmt string, args ...any) (bool, error) {

@@ -70,6 +70,7 @@ func TestReleasedChecksums(t *testing.T) {
 	want := map[int]string{
 		1: "1eaf0ec772d27f049a1dabf38c1f562dcb842958f4e2ca2f40c1080713e66d57",
 		2: "3f7fb1c4d070a16f1c718e916c86b7946087dcf1ec1e65fce44c4aa483f525cb",
+		3: "df0259e8e9e72522a83437a3bb77321861c843f1bd44765218aafac92e2cddc2",
 	}
 	scripts, err := Scripts(EngineCassandra)
 	require.NoError(t, err)
@@ -202,4 +203,14 @@ func TestApplyRejectsBeforeAnyQuery(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidOptions)
 	_, err = Apply(context.Background(), nil, Options{Keyspace: "ok"})
 	assert.ErrorIs(t, err, ErrInvalidOptions, "nil session")
+}
+
+func TestAddedColumn(t *testing.T) {
+	ks, tbl, col, ok := addedColumn("ALTER TABLE Ks1.values ADD w blob")
+	require.True(t, ok)
+	assert.Equal(t, []string{"ks1", "values", "w"}, []string{ks, tbl, col})
+	for _, st := range []string{"ALTER TABLE ks.values DROP w", "CREATE TABLE ks.t (a int PRIMARY KEY)", "ALTER TABLE values ADD w blob", "ALTER TABLE ks.t ADD"} {
+		_, _, _, ok := addedColumn(st)
+		assert.False(t, ok, st)
+	}
 }

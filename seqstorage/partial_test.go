@@ -51,6 +51,9 @@ func newPartitionFaults(inner storage.Storage, wss ...isequencer.WSID) *partitio
 }
 
 func (f *partitionFaults) PutBatch(ctx context.Context, rows []storage.Row) error {
+	if len(rows) == 1 && bytes.Equal(rows[0].PKey, vvmadapter.PartKey(app, part)) {
+		return f.putOffset(ctx, rows)
+	}
 	f.mu.Lock()
 	var fail error
 	failed := map[isequencer.WSID]bool{}
@@ -94,10 +97,9 @@ func (f *partitionFaults) PutBatch(ctx context.Context, rows []storage.Row) erro
 	return fail
 }
 
-func (f *partitionFaults) Put(ctx context.Context, pKey, cCols, value []byte) error {
-	if !bytes.Equal(pKey, vvmadapter.PartKey(app, part)) {
-		return fmt.Errorf("partitionFaults: unexpected Put to %x", pKey)
-	}
+// putOffset writes the partition's next PLog offset (one row), held while
+// hold is set.
+func (f *partitionFaults) putOffset(ctx context.Context, rows []storage.Row) error {
 	f.mu.Lock()
 	hold := f.hold
 	f.hold = nil
@@ -106,10 +108,10 @@ func (f *partitionFaults) Put(ctx context.Context, pKey, cCols, value []byte) er
 		f.held <- struct{}{}
 		<-hold
 	}
-	if err := f.Storage.Put(ctx, pKey, cCols, value); err != nil {
+	if err := f.Storage.PutBatch(ctx, rows); err != nil {
 		return err
 	}
-	off, err := vvmadapter.DecodeU64(value, "offset")
+	off, err := vvmadapter.DecodeU64(rows[0].Value, "offset")
 	if err != nil {
 		return err
 	}
@@ -281,10 +283,22 @@ func TestWriteOneCallOnEmbeddedStores(t *testing.T) {
 	defer multi.Close()
 	var _ storage.MultiApplier = multi
 	require.NoError(t, newStorage(t, Options{Storage: multi}).WriteValuesAndNextPLogOffset(batch, 4))
-	assert.Equal(t, 1, multi.putBatches)
+	assert.Equal(t, 2, multi.putBatches, "one for the numbers, one for the offset")
 
 	counting := drivertest.NewCounting(mem.New(mem.Options{}))
 	defer counting.Close()
 	require.NoError(t, newStorage(t, Options{Storage: counting}).WriteValuesAndNextPLogOffset(batch, 4))
-	assert.EqualValues(t, 3, counting.Calls(faulty.OpPutBatch))
+	assert.EqualValues(t, 3+1, counting.Calls(faulty.OpPutBatch))
+
+	// A wrapper claims ApplyBatchesIf whatever it wraps: over the contract
+	// alone the numbers are still written one PutBatch per workspace, so
+	// that a failed workspace fails alone (a bare type check took the
+	// wrapper for an embedded store).
+	counting = drivertest.NewCounting(mem.New(mem.Options{}))
+	defer counting.Close()
+	wrapped, err := faulty.New(counting, faulty.Options{})
+	require.NoError(t, err)
+	var _ storage.MultiApplier = wrapped
+	require.NoError(t, newStorage(t, Options{Storage: wrapped}).WriteValuesAndNextPLogOffset(batch, 4))
+	assert.EqualValues(t, 3+1, counting.Calls(faulty.OpPutBatch), "one PutBatch per workspace (and the offset's) under a wrapper of a CQL-like store")
 }

@@ -91,6 +91,15 @@ type Options struct {
 	// issuing a number twice; two owners in different modes at the same
 	// time are not supported.
 	Epoch uint64
+
+	// Versions are the partition owner's write versions (of the epoch its
+	// Open took, in every mode): WriteValuesAndNextPLogOffset stamps every
+	// write with one, so that a later owner's numbers and offset replace an
+	// earlier owner's whatever the order in which the writes arrive and
+	// whatever the clocks of their machines say (storage.Row). nil: the
+	// writes are unversioned, for a store that has no other owner (a tool
+	// run alone); an unversioned write does not replace a versioned cell.
+	Versions *storage.Versions
 }
 
 // EnsureDefaults sets zero fields to their defaults.
@@ -134,8 +143,8 @@ type Storage struct {
 	reader plog.PLogReader
 	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
 	// oneCall: Options.Storage is a storage.MultiApplier (an embedded
-	// driver), whose PutBatch is one local transaction: the numbers are
-	// written with one PutBatch.
+	// driver, under any wrappers: storage.AsMultiApplier), whose PutBatch is
+	// one local transaction: the numbers are written with one PutBatch.
 	oneCall bool
 	life    context.Context // the lifetime context; done after CancelCalls
 	cancel  context.CancelFunc
@@ -152,8 +161,8 @@ func New(o Options) (*Storage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	_, oneCall := o.Storage.(storage.MultiApplier)
-	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader, oneCall: oneCall}
+	_, oneCall := storage.AsMultiApplier(o.Storage)
+	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App).WithVersions(o.Versions), reader: o.Reader, oneCall: oneCall}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {
 		r, err := plog.NewReader(o.Storage, plog.ReaderOptions{PageTimeout: o.Timeout})

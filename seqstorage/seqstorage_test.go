@@ -1,6 +1,7 @@
 package seqstorage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -70,8 +71,9 @@ func TestNumbersAndOffset(t *testing.T) {
 	})
 }
 
-// failingStorage fails PutBatch or Put (the offset write) on demand and
-// records the order of writes.
+// failingStorage fails the numbers' PutBatch or the offset's (failPut) on
+// demand and records the order of writes ("PutBatch" for numbers, "Put"
+// for the offset).
 type failingStorage struct {
 	storage.Storage
 	mu       sync.Mutex
@@ -83,24 +85,16 @@ type failingStorage struct {
 
 func (s *failingStorage) PutBatch(ctx context.Context, rows []storage.Row) error {
 	s.mu.Lock()
-	s.writes = append(s.writes, "PutBatch")
-	err := s.failPB
+	what, err := "PutBatch", s.failPB
+	if len(rows) == 1 && bytes.Equal(rows[0].PKey, vvmadapter.PartKey(app, part)) {
+		what, err = "Put", s.failPut
+	}
+	s.writes = append(s.writes, what)
 	s.mu.Unlock()
 	if err != nil {
 		return err
 	}
 	return s.Storage.PutBatch(ctx, rows)
-}
-
-func (s *failingStorage) Put(ctx context.Context, pKey, cCols, value []byte) error {
-	s.mu.Lock()
-	s.writes = append(s.writes, "Put")
-	err := s.failPut
-	s.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	return s.Storage.Put(ctx, pKey, cCols, value)
 }
 
 func (s *failingStorage) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, value []byte) error) error {

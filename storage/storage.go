@@ -57,11 +57,29 @@ var (
 )
 
 // Row is one row of the table.
+//
+// Version orders the unconditional writes of a row independently of when
+// they arrive and of any clock: of two writes of one row, the one with the
+// higher Version stays, whatever their order of arrival (a late or
+// re-delivered write with a lower Version changes nothing). Version 0 is
+// an unversioned write: it orders below every versioned one, and among
+// unversioned writes the store's own order applies (the call order on an
+// embedded store, the client clock on CQL). Between two writes of equal
+// non-zero Version either may stay: a writer gives every logical write of
+// a row its own Version (see Versions). Version is honoured by PutBatch and
+// by the rows of a conditional batch that has no conditions; a row of a
+// batch with conditions must have Version 0 (ErrInvalidArgument), and a row
+// written with versions must not also be written by conditional writes.
 type Row struct {
-	PKey  []byte
-	CCols []byte
-	Value []byte
+	PKey    []byte
+	CCols   []byte
+	Value   []byte
+	Version uint64
 }
+
+// MaxVersion is the largest Row.Version (CQL stores a version as a write
+// timestamp above every wall-clock one: 1<<62 + Version).
+const MaxVersion = 1<<62 - 1
 
 // GetItem is one clustering key to read in GetBatch; GetBatch fills Ok and
 // Value.
@@ -95,9 +113,11 @@ type Storage interface {
 	// Put writes one row, unconditionally, without TTL.
 	Put(ctx context.Context, pKey, cCols, value []byte) error
 
-	// PutBatch writes rows of any partitions unconditionally. It is atomic
-	// per partition at most; when it returns an error, any subset of rows
-	// may have been written. An empty batch is a no-op.
+	// PutBatch writes rows of any partitions unconditionally, each ordered
+	// by its Version against other writes of the row (see Row). It is
+	// atomic per partition at most; when it returns an error, any subset of
+	// rows may have been written, now or later. An empty batch is a no-op.
+	// A Version above MaxVersion is ErrInvalidArgument.
 	PutBatch(ctx context.Context, rows []Row) error
 
 	// Read calls cb for each row of partition pKey whose clustering key is
@@ -105,6 +125,15 @@ type Storage interface {
 	// Rows are fetched in pages; cb's slices are valid only during the call.
 	// A cb error stops the read and is returned as is.
 	Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb func(cCols, value []byte) error) error
+
+	// Conditional writes (InsertIfNotExists, CompareAndSwap,
+	// CompareAndDelete, ApplyBatchIf with conditions) report ok == true only
+	// if this call applied the write. When the outcome cannot be known (a
+	// timeout after the request was sent) the driver may settle it by a
+	// linearizable re-read that proves this call's own write (an after-state
+	// no other call can produce); otherwise the call fails with an error
+	// wrapping ErrUnknownOutcome, and the write may or may not take effect.
+	// A write equal in value to a competitor's is never taken for one's own.
 
 	// InsertIfNotExists writes the row only if it does not exist (an expired
 	// row does not exist). ttl 0 means no expiry. ok reports whether it was
@@ -285,6 +314,9 @@ func ValidateBatches(batches []CondBatch, applied []bool) error {
 				return fmt.Errorf("%w: batch %d: row %d in another partition", ErrInvalidArgument, i, j)
 			}
 		}
+		if err := ValidateVersions(b.Rows, len(b.Conds) > 0); err != nil {
+			return fmt.Errorf("batch %d: %w", i, err)
+		}
 		for _, k := range b.Requires {
 			if k < 0 || k >= i {
 				return fmt.Errorf("%w: batch %d requires batch %d, not an earlier one", ErrInvalidArgument, i, k)
@@ -293,3 +325,24 @@ func ValidateBatches(batches []CondBatch, applied []bool) error {
 	}
 	return nil
 }
+
+// ValidateVersions reports the first row of rows whose Version the contract
+// refuses (see Row), wrapping ErrInvalidArgument: above MaxVersion, or
+// non-zero in a conditional batch (conditional). Drivers call it so that
+// all refuse the same rows.
+func ValidateVersions(rows []Row, conditional bool) error {
+	for j, r := range rows {
+		switch {
+		case r.Version > MaxVersion:
+			return fmt.Errorf("%w: row %d: version %d above MaxVersion %d", ErrInvalidArgument, j, r.Version, uint64(MaxVersion))
+		case r.Version != 0 && conditional:
+			return fmt.Errorf("%w: row %d: a versioned row in a batch with conditions", ErrInvalidArgument, j)
+		}
+	}
+	return nil
+}
+
+// Replaces reports whether an unconditional write of version v replaces a
+// stored row of version stored (see Row): embedded drivers apply it with
+// the row's version kept beside its value.
+func Replaces(v, stored uint64) bool { return v >= stored }

@@ -54,7 +54,11 @@ func (a *Adapter) ReadEpoch(ctx context.Context, part isequencer.PartitionID) (u
 // A lost race is retried from a re-read value. A write whose outcome is
 // unknown (storage.ErrUnknownOutcome) is treated as lost: NextEpoch
 // re-reads and tries again from what it reads, so an epoch it may have
-// written but cannot prove is skipped, never handed out twice. After
+// written but cannot prove is skipped, never handed out twice. It relies
+// on the storage contract that a conditional write is reported applied
+// only if this call applied it: a competitor's swap to the same value is
+// never taken for its own (storage/cql proves its own writes by a write ID,
+// not by the value). After
 // MaxNextEpochTries attempts it returns an error wrapping
 // ErrEpochContended. Other storage errors are returned wrapped; a stored
 // epoch of math.MaxUint64 is an error.
@@ -106,7 +110,7 @@ func (a *Adapter) PutNumbersEpoch(ctx context.Context, epoch uint64, values []is
 	for i, v := range values {
 		rows[i] = storage.Row{PKey: WSKey(a.app, v.Key.WSID), CCols: WSEpochCCols(v.Key.SeqID, epoch), Value: EncodeU64(uint64(v.Value))}
 	}
-	if err := a.st.PutBatch(ctx, rows); err != nil {
+	if err := a.put(ctx, rows); err != nil {
 		return fmt.Errorf("vvmadapter: writing %d numbers of epoch %d: %w", len(values), epoch, err)
 	}
 	return nil

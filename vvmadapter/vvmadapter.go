@@ -24,8 +24,15 @@
 // being issued twice: a trust-mode owner after a fenced one sees the epoch
 // cells, a fenced owner after a trust-mode one sees the seed cell.
 //
-// Fencing: this package holds the ownership epoch (NextEpoch raises it
-// with a compare-and-swap at each takeover) and the per-epoch number cells.
+// Ownership: every owner of a partition, in every mode, takes a new epoch
+// with NextEpoch (a compare-and-swap) and writes numbers and the offset
+// with versions of that epoch (WithVersions, storage.Versions): of two
+// owners' writes of one cell the later owner's stays, whatever their order
+// of arrival and whatever the two machines' clocks say, and an owner's
+// later writes replace its earlier ones.
+//
+// Fencing: this package holds the ownership epoch and the per-epoch number
+// cells.
 // Each fenced owner writes only its own epoch's cells, so a deposed
 // owner's late write can never lower the number a later owner reads (a
 // blind write to the seed cell could). Epoch cells are never deleted: the
@@ -94,16 +101,38 @@ func DecodeU64(b []byte, what string) (uint64, error) {
 
 // Adapter reads and writes one application's sequencer state.
 type Adapter struct {
-	st  storage.Storage
-	app isequencer.ClusterAppID
+	st       storage.Storage
+	app      isequencer.ClusterAppID
+	versions *storage.Versions // nil: unversioned writes
 }
 
-// New returns an Adapter over st for app.
+// New returns an Adapter over st for app. Its writes are unversioned
+// (storage.Row.Version 0): for tools and tests; an owner writes through
+// WithVersions.
 func New(st storage.Storage, app isequencer.ClusterAppID) *Adapter {
 	return &Adapter{st: st, app: app}
 }
 
-// PutNumbers writes values with one PutBatch.
+// WithVersions returns an Adapter like a whose number and offset writes
+// carry the owner's versions, one per call: a later owner's writes then
+// replace an earlier owner's whatever their order of arrival, and an
+// earlier owner's late write replaces nothing (see storage.Row). Every
+// owner of a partition writes with versions of an epoch from NextEpoch.
+func (a *Adapter) WithVersions(v *storage.Versions) *Adapter {
+	c := *a
+	c.versions = v
+	return &c
+}
+
+// put writes rows with one PutBatch, stamped with a new version.
+func (a *Adapter) put(ctx context.Context, rows []storage.Row) error {
+	if err := a.versions.Stamp(rows); err != nil {
+		return err
+	}
+	return a.st.PutBatch(ctx, rows)
+}
+
+// PutNumbers writes values to their seed cells with one PutBatch.
 func (a *Adapter) PutNumbers(ctx context.Context, values []isequencer.SeqValue) error {
 	if len(values) == 0 {
 		return nil
@@ -112,7 +141,7 @@ func (a *Adapter) PutNumbers(ctx context.Context, values []isequencer.SeqValue) 
 	for i, v := range values {
 		rows[i] = storage.Row{PKey: WSKey(a.app, v.Key.WSID), CCols: SeqCCols(v.Key.SeqID), Value: EncodeU64(uint64(v.Value))}
 	}
-	if err := a.st.PutBatch(ctx, rows); err != nil {
+	if err := a.put(ctx, rows); err != nil {
 		return fmt.Errorf("vvmadapter: writing %d numbers: %w", len(values), err)
 	}
 	return nil
@@ -133,7 +162,7 @@ func (a *Adapter) GetPLogOffset(ctx context.Context, part isequencer.PartitionID
 
 // PutPLogOffset writes a partition's next PLog offset.
 func (a *Adapter) PutPLogOffset(ctx context.Context, part isequencer.PartitionID, off isequencer.PLogOffset) error {
-	if err := a.st.Put(ctx, PartKey(a.app, part), PartCCols(PLogOffsetCC), EncodeU64(uint64(off))); err != nil {
+	if err := a.put(ctx, []storage.Row{{PKey: PartKey(a.app, part), CCols: PartCCols(PLogOffsetCC), Value: EncodeU64(uint64(off))}}); err != nil {
 		return fmt.Errorf("vvmadapter: writing next PLog offset %d of partition %d: %w", off, part, err)
 	}
 	return nil

@@ -102,6 +102,21 @@ func StoredOffset(t testing.TB, st storage.Storage, part isequencer.PartitionID)
 	return off
 }
 
+// RewindOffset stores off as the partition's next PLog offset as an owner
+// would, to stage a replay from it: it takes a new epoch and writes with
+// its versions (an unversioned write never replaces an owner's offset).
+func RewindOffset(t testing.TB, st storage.Storage, part isequencer.PartitionID, off isequencer.PLogOffset) {
+	t.Helper()
+	ctx := context.Background()
+	a := vvmadapter.New(st, App)
+	epoch, err := a.NextEpoch(ctx, part)
+	require.NoError(t, err)
+	v, err := storage.NewVersions(epoch)
+	require.NoError(t, err)
+	require.NoError(t, a.WithVersions(v).PutPLogOffset(ctx, part, off))
+	require.Equal(t, off, StoredOffset(t, st, part))
+}
+
 // Maxes tracks the largest number handed out per (WSID, SeqID).
 type Maxes map[isequencer.NumberKey]isequencer.Number
 

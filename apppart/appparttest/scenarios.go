@@ -17,7 +17,6 @@ import (
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/drivertest"
 	"github.com/cqlseq/cqlseq/storage/faulty"
-	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // RestartReplaysOnlyTail writes n events across workspaces workspaces of
@@ -61,7 +60,7 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 
 	total := n + workspaces
 	rewound := isequencer.PLogOffset(n/2 + 1)
-	require.NoError(t, vvmadapter.New(st, App).PutPLogOffset(context.Background(), part, rewound))
+	RewindOffset(t, st, part, rewound)
 	replays = &Replays{}
 	o.Sequencer.Metrics = replays
 	p3 := Open(t, o)
@@ -244,7 +243,7 @@ func CorruptTailKeepsRetrying(t *testing.T, st storage.Storage, part isequencer.
 		before.Add(cmd, r)
 	}
 	require.NoError(t, p.Close())
-	require.NoError(t, vvmadapter.New(st, App).PutPLogOffset(ctx, part, 1001))
+	RewindOffset(t, st, part, 1001)
 	const bad = 2500
 	key, cc := plog.EventPKey(part, bad), plog.EventCCols(bad)
 	good, ok, err := st.Get(ctx, key, cc)

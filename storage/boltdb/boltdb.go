@@ -243,14 +243,20 @@ func initLayout(tx *bolt.Tx) error {
 		_, err = tx.CreateBucket(bucketExpiry)
 		return err
 	}
-	return checkVersion(tx)
+	if err := checkVersion(tx); err != nil {
+		return err
+	}
+	if v := meta.Get(keyLayout); !bytes.Equal(v, []byte{layoutVersion}) {
+		return meta.Put(keyLayout, []byte{layoutVersion}) // upgrade version 1
+	}
+	return nil
 }
 
 // checkVersion checks the layout version and buckets of an initialised
 // file.
 func checkVersion(tx *bolt.Tx) error {
-	if v := tx.Bucket(bucketMeta).Get(keyLayout); !bytes.Equal(v, []byte{layoutVersion}) {
-		return fmt.Errorf("%w: layout version %x, this build reads %d", ErrIncompatible, v, layoutVersion)
+	if v := tx.Bucket(bucketMeta).Get(keyLayout); !bytes.Equal(v, []byte{layoutVersion}) && !bytes.Equal(v, []byte{layoutVersionV1}) {
+		return fmt.Errorf("%w: layout version %x, this build reads %d and %d", ErrIncompatible, v, layoutVersionV1, layoutVersion)
 	}
 	if tx.Bucket(bucketRows) == nil || tx.Bucket(bucketExpiry) == nil {
 		return fmt.Errorf("%w: a bucket is missing", ErrIncompatible)
@@ -338,6 +344,25 @@ func (w *writer) put(rk, value []byte, ttl time.Duration) error {
 		return w.expiry.Put(expiryKey(expires, rk), []byte{})
 	}
 	return nil
+}
+
+// putVersion is an unconditional write of version (storage.Row.Version):
+// it replaces the row at rk only if version orders at or above the stored
+// row's (an expired row has none).
+func (w *writer) putVersion(rk, value []byte, version uint64) error {
+	if old := w.rows.Get(rk); old != nil {
+		_, expires, err := decodeValue(old)
+		if err != nil {
+			return fmt.Errorf("%w (row key %x)", err, rk)
+		}
+		if (expires == 0 || w.now < expires) && !storage.Replaces(version, rowVersion(old)) {
+			return nil
+		}
+	}
+	if version == 0 {
+		return w.put(rk, value, 0)
+	}
+	return w.rows.Put(rk, encodeVersioned(value, version))
 }
 
 // live returns the row at rk if it exists and has not expired at now. value
@@ -437,7 +462,7 @@ func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
 	if err := checkValue(value); err != nil {
 		return err
 	}
-	return s.update(ctx, false, func(w *writer) error { return w.put(rk, value, 0) })
+	return s.update(ctx, false, func(w *writer) error { return w.putVersion(rk, value, 0) })
 }
 
 // PutBatch implements storage.Storage. The batch is checked whole before
@@ -454,12 +479,15 @@ func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
 		}
 		rks[i] = rk
 	}
+	if err := storage.ValidateVersions(rows, false); err != nil {
+		return fmt.Errorf("boltdb: put batch: %w", err)
+	}
 	if len(rows) == 0 {
 		return s.ready(ctx)
 	}
 	return s.update(ctx, false, func(w *writer) error {
 		for i, r := range rows {
-			if err := w.put(rks[i], r.Value, 0); err != nil {
+			if err := w.putVersion(rks[i], r.Value, r.Version); err != nil {
 				return err
 			}
 		}
@@ -676,7 +704,7 @@ func (s *Store) ApplyBatchesIf(ctx context.Context, batches []storage.CondBatch,
 				}
 			}
 			for j, r := range b.Rows {
-				if err := w.put(keys[i].rows[j], r.Value, 0); err != nil {
+				if err := w.putVersion(keys[i].rows[j], r.Value, r.Version); err != nil {
 					return err
 				}
 			}

@@ -351,7 +351,7 @@ func TestForeignFiles(t *testing.T) {
 	newer := filepath.Join(dir, "newer.db")
 	s, err := Open(newer, Options{})
 	require.NoError(t, err)
-	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyLayout, []byte{2}) }))
+	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyLayout, []byte{layoutVersion + 1}) }))
 	require.NoError(t, s.Close())
 	_, err = Open(newer, Options{})
 	assert.ErrorIs(t, err, ErrIncompatible)

@@ -7,7 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The file's layout, version 1. Three buckets at the top level:
+// The file's layout, version 2. Three buckets at the top level:
 //
 //	"meta"    "layout" -> 0x01                        the layout version
 //	"rows"    rowKey(pKey, cCols) -> rowValue         one key per row
@@ -25,6 +25,7 @@ import (
 //
 //	0x00 || value                                 the row does not expire
 //	0x01 || expires (int64, 8 bytes BE) || value   the row expires at expires
+//	0x02 || version (uint64, 8 bytes BE) || value  a versioned row (storage.Row.Version > 0), no expiry
 //
 // expires is Unix time in nanoseconds of Options.Now; the row is absent to
 // every read from that instant on.
@@ -33,7 +34,14 @@ import (
 // time) followed by the rowKey. The index may hold stale entries (a row that
 // was overwritten or deleted since): the reclaimer deletes a row only when its
 // own header still carries the entry's expiry, and drops the entry either way.
-const layoutVersion = 1
+//
+// Version 1 is version 2 without format 0x02: a writable Open upgrades a
+// version 1 file by rewriting its layout version (a build that reads only
+// version 1 then refuses the file instead of misreading a versioned row).
+const layoutVersion = 2
+
+// layoutVersionV1 is the layout this build still opens (and upgrades).
+const layoutVersionV1 = 1
 
 var (
 	bucketMeta   = []byte("meta")
@@ -45,6 +53,7 @@ var (
 const (
 	fmtPlain   = 0x00 // rowValue without expiry
 	fmtExpires = 0x01 // rowValue with an 8-byte expiry
+	fmtVersion = 0x02 // rowValue with an 8-byte version
 
 	expiryKeyLen = 8
 	// maxRowKey leaves room for the expiry index prefix within bbolt's key
@@ -99,6 +108,22 @@ func encodeValue(value []byte, expires int64) []byte {
 	return append(out, value...)
 }
 
+// encodeVersioned returns the rowValue of a versioned row (version > 0).
+func encodeVersioned(value []byte, version uint64) []byte {
+	out := make([]byte, 0, 9+len(value))
+	out = append(out, fmtVersion)
+	out = binary.BigEndian.AppendUint64(out, version)
+	return append(out, value...)
+}
+
+// rowVersion returns the version of a rowValue: 0 unless it is versioned.
+func rowVersion(v []byte) uint64 {
+	if len(v) >= 9 && v[0] == fmtVersion {
+		return binary.BigEndian.Uint64(v[1:9])
+	}
+	return 0
+}
+
 // decodeValue splits a rowValue. The returned value aliases v.
 func decodeValue(v []byte) (value []byte, expires int64, err error) {
 	switch {
@@ -106,6 +131,8 @@ func decodeValue(v []byte) (value []byte, expires int64, err error) {
 		return v[1:], 0, nil
 	case len(v) >= 9 && v[0] == fmtExpires:
 		return v[9:], int64(binary.BigEndian.Uint64(v[1:9])), nil
+	case len(v) >= 9 && v[0] == fmtVersion:
+		return v[9:], 0, nil
 	case len(v) == 0:
 		return nil, 0, fmt.Errorf("%w: empty row value", ErrCorrupt)
 	default:

@@ -82,10 +82,12 @@ func TestOpenRejectsBadOptionsBeforeConnecting(t *testing.T) {
 }
 
 func TestStatements(t *testing.T) {
-	st := newStatements("ks", "values")
+	st := newStatements("ks", "values", true)
 	assert.Equal(t, "SELECT c_col, value FROM ks.values WHERE p_key = ? AND c_col >= ? AND c_col < ?", st.read[3])
-	assert.Equal(t, "INSERT INTO ks.values (p_key, c_col, value) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?", st.putTTLIfNotExists)
-	assert.Equal(t, "UPDATE ks.values USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?", st.casUpdate)
+	assert.Equal(t, "INSERT INTO ks.values (p_key, c_col, value, w) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?", st.putTTLIfNotExists)
+	assert.Equal(t, "UPDATE ks.values USING TTL ? SET value = ?, w = ? WHERE p_key = ? AND c_col = ? IF value = ?", st.casUpdate)
+	assert.Equal(t, "INSERT INTO ks.values (p_key, c_col, value) VALUES (?, ?, ?) USING TIMESTAMP ?", st.putAt)
+	assert.Equal(t, "SELECT c_col, value, w FROM ks.values WHERE p_key = ? AND c_col IN ?", st.getInW)
 	for _, s := range st.all() {
 		assert.Contains(t, s, " ks.values ")
 		assert.NotContains(t, s, "'", "values are bound, never spelled: %s", s)
@@ -97,6 +99,7 @@ func TestStatements(t *testing.T) {
 		switch f := v.Field(i); f.Kind() {
 		case reflect.String:
 			n++
+		case reflect.Bool: // writeIDs
 		case reflect.Array:
 			n += f.Len()
 		}
@@ -210,37 +213,52 @@ func TestPlanBatchIf(t *testing.T) {
 func TestProven(t *testing.T) {
 	absent := &state{}
 	val := func(s string) *state { return &state{true, []byte(s)} }
+	me, other := newWriteID(), newWriteID()
+	mine := func(v string) written { return written{[]byte(v), me} }
 	tests := []struct {
 		name    string
 		effects []effect
-		rows    map[string][]byte
+		rows    map[string]written
 		want    bool
 	}{
-		{"insert seen", []effect{{[]byte("k"), *val("me"), absent}}, map[string][]byte{"k": []byte("me")}, true},
-		{"insert: another value", []effect{{[]byte("k"), *val("me"), absent}}, map[string][]byte{"k": []byte("you")}, false},
-		{"insert: still absent", []effect{{[]byte("k"), *val("me"), absent}}, map[string][]byte{}, false},
-		{"cas seen", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string][]byte{"k": []byte("b")}, true},
-		{"cas: old value", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string][]byte{"k": []byte("a")}, false},
-		{"cas same value proves nothing", []effect{{[]byte("k"), *val("a"), val("a")}}, map[string][]byte{"k": []byte("a")}, false},
-		{"delete: absence proves nothing (another deleter, a TTL)", []effect{{[]byte("k"), state{}, val("a")}}, map[string][]byte{}, false},
-		{"delete: still there", []effect{{[]byte("k"), state{}, val("a")}}, map[string][]byte{"k": []byte("a")}, false},
-		{"batch all seen", []effect{{[]byte("e"), *val("1"), absent}, {[]byte("f"), *val("7"), val("7")}, {[]byte("x"), *val("2"), nil}},
-			map[string][]byte{"e": []byte("1"), "f": []byte("7"), "x": []byte("2")}, true},
+		{"insert seen", []effect{{[]byte("k"), *val("me"), absent}}, map[string]written{"k": mine("me")}, true},
+		{"insert: another value", []effect{{[]byte("k"), *val("me"), absent}}, map[string]written{"k": {[]byte("you"), other}}, false},
+		{"insert: the same value by a competitor", []effect{{[]byte("k"), *val("me"), absent}}, map[string]written{"k": {[]byte("me"), other}}, false},
+		{"insert: still absent", []effect{{[]byte("k"), *val("me"), absent}}, map[string]written{}, false},
+		{"cas seen", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string]written{"k": mine("b")}, true},
+		{"cas: a competitor's identical swap", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string]written{"k": {[]byte("b"), other}}, false},
+		{"cas: old value", []effect{{[]byte("k"), *val("b"), val("a")}}, map[string]written{"k": {[]byte("a"), nil}}, false},
+		{"cas onto the same value (a renewal) seen", []effect{{[]byte("k"), *val("a"), val("a")}}, map[string]written{"k": mine("a")}, true},
+		{"renewal: an earlier writer's row", []effect{{[]byte("k"), *val("a"), val("a")}}, map[string]written{"k": {[]byte("a"), other}}, false},
+		{"delete: absence proves nothing (another deleter, a TTL)", []effect{{[]byte("k"), state{}, val("a")}}, map[string]written{}, false},
+		{"delete: still there", []effect{{[]byte("k"), state{}, val("a")}}, map[string]written{"k": mine("a")}, false},
+		{"batch all seen", []effect{{[]byte("e"), *val("1"), absent}, {[]byte("f"), *val("7"), val("7")}, {[]byte("x"), *val("2"), nil}, {[]byte("g"), state{}, absent}},
+			map[string]written{"e": mine("1"), "f": mine("7"), "x": mine("2")}, true},
+		{"batch: a row required absent exists", []effect{{[]byte("e"), *val("1"), absent}, {[]byte("g"), state{}, absent}},
+			map[string]written{"e": mine("1"), "g": mine("?")}, false},
 		{"batch one missing", []effect{{[]byte("e"), *val("1"), absent}, {[]byte("x"), *val("2"), nil}},
-			map[string][]byte{"e": []byte("1")}, false},
-		{"batch without known before", []effect{{[]byte("x"), *val("2"), nil}, {[]byte("f"), *val("7"), val("7")}},
-			map[string][]byte{"x": []byte("2"), "f": []byte("7")}, false},
-		{"empty value is a value", []effect{{[]byte("k"), state{true, []byte{}}, absent}}, map[string][]byte{"k": {}}, true},
+			map[string]written{"e": mine("1")}, false},
+		{"empty value is a value", []effect{{[]byte("k"), state{true, []byte{}}, absent}}, map[string]written{"k": {[]byte{}, me}}, true},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, proven(tt.effects, tt.rows), tt.name)
+		assert.Equal(t, tt.want, proven(tt.effects, tt.rows, me), tt.name)
 		if tt.want {
 			assert.True(t, provable(tt.effects), "%s: proven, so provable", tt.name)
 		}
 	}
-	assert.False(t, provable([]effect{{[]byte("k"), *val("a"), val("a")}}), "a renewal (same value) is never provable")
 	assert.False(t, provable([]effect{{[]byte("k"), state{}, val("a")}}), "a delete is never provable")
-	assert.False(t, provable([]effect{{[]byte("x"), *val("2"), nil}}), "without a known before, never provable")
+	assert.NotEqual(t, me, other, "write IDs are unique")
+	assert.Len(t, me, 16)
+}
+
+func TestWithID(t *testing.T) {
+	s := &Store{stmt: newStatements("ks", "values", true)}
+	id := []byte("id")
+	assert.Equal(t, []any{"p", "c", "v", id, 5}, s.withID(id, 3, "p", "c", "v", 5), "an insert binds w after the value")
+	assert.Equal(t, []any{"v", id, "p", "c", "o"}, s.withID(id, 1, "v", "p", "c", "o"), "an update binds w after the value")
+	legacy := &Store{stmt: newStatements("ks", "values", false)}
+	assert.Equal(t, []any{"p", "c", "v"}, legacy.withID(id, 3, "p", "c", "v"), "a table without w binds none")
+	assert.NotContains(t, legacy.stmt.insertIfNotExists, " w")
 }
 
 func TestErrorClasses(t *testing.T) {

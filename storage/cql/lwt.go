@@ -3,7 +3,12 @@ package cql
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
@@ -30,49 +35,81 @@ type effect struct {
 	before *state
 }
 
-// provable reports whether any rows a SERIAL read can return would prove
-// that a write with these effects was applied: at least one effect writes a
-// value that differs from the one its conditions require beforehand. A
-// compare-and-swap onto the same value (a lease renewal) or a delete leaves
-// rows that an unapplied write leaves too.
+// A write ID: 8 random bytes of the process, then a counter. Every
+// conditional write of the process has its own, which it stores in the
+// column w of each row it writes: no other call can leave a row holding
+// it, so a SERIAL re-read that finds it proves that this call's write was
+// applied, whatever value a competitor wrote.
+var writeIDs struct {
+	prefix [8]byte
+	n      atomic.Uint64
+}
+
+func init() {
+	if _, err := rand.Read(writeIDs.prefix[:]); err != nil {
+		panic(fmt.Sprintf("cql: no randomness for write IDs: %v", err))
+	}
+}
+
+// newWriteID returns a write ID no other call of any process uses.
+func newWriteID() []byte {
+	return binary.BigEndian.AppendUint64(append([]byte(nil), writeIDs.prefix[:]...), writeIDs.n.Add(1))
+}
+
+// written is one row as a SERIAL re-read returns it.
+type written struct {
+	value, id []byte
+}
+
+// provable reports whether a SERIAL read could prove that a write with
+// these effects was applied: it writes at least one row (and with it its
+// write ID). A delete leaves no row: an absent row is what another
+// writer's delete or a TTL leaves too.
 func provable(effects []effect) bool {
 	for _, e := range effects {
-		if e.after.exists && e.before != nil && !e.before.equal(e.after) {
+		if e.after.exists {
 			return true
 		}
 	}
 	return false
 }
 
-// proven reports whether rows (clustering key -> value, as a SERIAL read
-// returned them) prove that a write with these effects was applied: the
-// effects are provable and every row is in its after state. An absent row
-// proves nothing: another writer's delete (seen on a replicated cluster:
-// two racing CompareAndDeletes both reported applied) or a TTL leaves the
-// same state, so a delete whose outcome is unknown stays unknown.
-func proven(effects []effect, rows map[string][]byte) bool {
+// proven reports whether rows (clustering key -> row, as a SERIAL read
+// returned them) prove that the write with these effects and write ID id
+// was applied: it is provable, every row it writes holds its value and id,
+// and every row it deletes is absent. A row holding the same value under
+// another write ID is a competitor's write, never taken for this one.
+func proven(effects []effect, rows map[string]written, id []byte) bool {
 	for _, e := range effects {
-		v, ok := rows[string(e.cCols)]
-		if !(state{exists: ok, value: v}).equal(e.after) {
+		r, ok := rows[string(e.cCols)]
+		if !e.after.exists {
+			if ok {
+				return false
+			}
+			continue
+		}
+		if !ok || !bytes.Equal(r.value, e.after.value) || !bytes.Equal(r.id, id) {
 			return false
 		}
 	}
 	return provable(effects)
 }
 
-// conditional runs exec, a conditional write, with a per-query deadline.
-// When its outcome is unknown it re-reads the effects' rows at the serial
-// consistency and reports applied only if the read proves it; otherwise it
-// returns an error wrapping storage.ErrUnknownOutcome (and ctx.Err() when
-// the caller's context ended with the write in flight). Effects that no
-// read can prove (see provable) are not re-read: the caller gets the
-// unknown outcome at once, with the time the re-read would have spent left
-// for its retry (a lease renewal's, on a cluster whose Paxos rounds are slow
-// because a replica is silent).
-func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects []effect, exec func(qctx context.Context) (bool, error)) (bool, error) {
+// conditional runs exec, a conditional write that stores write ID id in
+// every row it writes, with a per-query deadline. It reports applied only
+// if this call's write was applied: when the outcome is unknown it
+// re-reads the effects' rows at the serial consistency and reports applied
+// only if the read proves it (see proven); otherwise it returns an error
+// wrapping storage.ErrUnknownOutcome (and ctx.Err() when the caller's
+// context ended with the write in flight). Effects that no read can prove
+// (a delete, or a table without write IDs) are not re-read: the caller
+// gets the unknown outcome at once, with the time the re-read would have
+// spent left for its retry.
+func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects []effect, exec func(qctx context.Context, id []byte) (bool, error)) (bool, error) {
+	id := newWriteID()
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
-	applied, err := exec(qctx)
+	applied, err := exec(qctx, id)
 	if err == nil {
 		return applied, nil
 	}
@@ -85,8 +122,8 @@ func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects
 	case ctx.Err() != nil:
 		return false, fmt.Errorf("cql: %s: %w: %w: %w", op, storage.ErrUnknownOutcome, ctx.Err(), err)
 	}
-	if !provable(effects) {
-		s.o.Logger.Warn("cql: conditional write outcome unknown (a serial re-read could not prove it applied)", "op", op, "err", err)
+	if !s.stmt.writeIDs || !provable(effects) {
+		s.o.Logger.Warn("cql: conditional write outcome unknown (no read can prove it applied)", "op", op, "err", err)
 		return false, fmt.Errorf("cql: %s: %w: %w (not re-read: no read proves it applied)", op, storage.ErrUnknownOutcome, err)
 	}
 	keys := make([][]byte, 0, len(effects))
@@ -105,17 +142,37 @@ func (s *Store) conditional(ctx context.Context, op string, pKey []byte, effects
 		rctx, rcancel = context.WithTimeout(ctx, left)
 		defer rcancel()
 	}
-	rows := map[string][]byte{}
-	if rerr := s.readIn(rctx, op+": serial re-read", s.o.SerialConsistency, pKey, keys, rows); rerr != nil {
+	rows, rerr := s.readWritten(rctx, op+": serial re-read", pKey, keys)
+	if rerr != nil {
 		s.o.Logger.Warn("cql: conditional write outcome unknown, serial re-read failed", "op", op, "err", err, "reread", rerr)
 		return false, fmt.Errorf("cql: %s: %w: %w (serial re-read: %v)", op, storage.ErrUnknownOutcome, err, rerr)
 	}
-	if proven(effects, rows) {
+	if proven(effects, rows, id) {
 		s.o.Logger.Info("cql: conditional write outcome decided by serial re-read: applied", "op", op, "err", err)
 		return true, nil
 	}
 	s.o.Logger.Warn("cql: conditional write outcome unknown after serial re-read", "op", op, "err", err)
 	return false, fmt.Errorf("cql: %s: %w: %w (a serial re-read does not prove it applied)", op, storage.ErrUnknownOutcome, err)
+}
+
+// readWritten reads the rows of pKey with the given clustering keys, with
+// their write IDs, at the serial consistency.
+func (s *Store) readWritten(ctx context.Context, op string, pKey []byte, keys [][]byte) (map[string]written, error) {
+	qctx, cancel := s.queryCtx(ctx)
+	defer cancel()
+	iter := s.read(qctx, s.stmt.getInW, pKey, keys).Consistency(s.o.SerialConsistency).Iter()
+	found := map[string]written{}
+	for {
+		var k, v, id []byte // fresh per row: gocql reuses a destination's array
+		if !iter.Scan(&k, &v, &id) {
+			break
+		}
+		found[string(k)] = written{value: blob(v), id: id}
+	}
+	if err := iter.Close(); err != nil {
+		return nil, s.fail(ctx, qctx, op, err)
+	}
+	return found, nil
 }
 
 // InsertIfNotExists implements storage.Storage (INSERT ... IF NOT EXISTS
@@ -129,8 +186,8 @@ func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte
 		return false, err
 	}
 	eff := []effect{{cCols: cCols, after: state{true, blob(value)}, before: &state{}}}
-	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
-		return s.conditionalQuery(qctx, s.stmt.putTTLIfNotExists, pKey, blob(cCols), blob(value), ttlSeconds(ttl)).
+	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context, id []byte) (bool, error) {
+		return s.conditionalQuery(qctx, s.stmt.putTTLIfNotExists, s.withID(id, 3, pKey, blob(cCols), blob(value), ttlSeconds(ttl))...).
 			MapScanCAS(map[string]any{})
 	})
 }
@@ -148,13 +205,13 @@ func (s *Store) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newVa
 	}
 	c, o, n, sec := blob(cCols), blob(oldValue), blob(newValue), ttlSeconds(ttl)
 	eff := []effect{{cCols: cCols, after: state{true, n}, before: &state{true, o}}}
-	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
+	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context, id []byte) (bool, error) {
 		if ttl == 0 {
-			return s.conditionalQuery(qctx, s.stmt.casUpdate, sec, n, pKey, c, o).MapScanCAS(map[string]any{})
+			return s.conditionalQuery(qctx, s.stmt.casUpdate, s.withID(id, 2, sec, n, pKey, c, o)...).MapScanCAS(map[string]any{})
 		}
 		b := s.batch(qctx)
-		b.Query(s.stmt.putTTL, pKey, c, n, sec)
-		b.Query(s.stmt.casUpdate, sec, n, pKey, c, o)
+		b.Query(s.stmt.putTTLW, s.withID(id, 3, pKey, c, n, sec)...)
+		b.Query(s.stmt.casUpdate, s.withID(id, 2, sec, n, pKey, c, o)...)
 		return s.execBatchCAS(b)
 	})
 }
@@ -167,7 +224,7 @@ func (s *Store) CompareAndDelete(ctx context.Context, pKey, cCols, expected []by
 	}
 	exp := blob(expected)
 	eff := []effect{{cCols: cCols, after: state{}, before: &state{true, exp}}}
-	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context) (bool, error) {
+	return s.conditional(ctx, op, pKey, eff, func(qctx context.Context, _ []byte) (bool, error) {
 		return s.conditionalQuery(qctx, s.stmt.casDelete, pKey, blob(cCols), exp).MapScanCAS(map[string]any{})
 	})
 }
@@ -186,6 +243,9 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	if err := s.begin(ctx, op, pKey); err != nil {
 		return false, err
 	}
+	if err := storage.ValidateVersions(rows, len(conds) > 0); err != nil {
+		return false, fmt.Errorf("cql: %s: %w", op, err)
+	}
 	plan, err := planBatchIf(pKey, conds, rows)
 	if err != nil {
 		return false, fmt.Errorf("cql: %s: %w", op, err)
@@ -196,19 +256,23 @@ func (s *Store) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.C
 	case len(plan.entries) == 0:
 		return true, nil
 	case len(conds) == 0:
-		var rs []storage.Row
-		for _, e := range plan.effects {
-			rs = append(rs, storage.Row{PKey: pKey, CCols: e.cCols, Value: e.after.value})
-		}
-		if err := s.writeChunk(ctx, s.clock.next(), rs); err != nil {
+		rs := chunkRows(rows, len(rows), math.MaxInt) // one partition: one chunk
+		if err := s.writeChunk(ctx, s.clock.next(), rs[0]); err != nil {
 			return false, err
 		}
 		return true, nil
 	}
-	return s.conditional(ctx, op, pKey, plan.effects, func(qctx context.Context) (bool, error) {
+	return s.conditional(ctx, op, pKey, plan.effects, func(qctx context.Context, id []byte) (bool, error) {
 		b := s.batch(qctx)
 		for _, e := range plan.entries {
-			b.Query(s.stmt.byKind(e.kind), e.args...)
+			switch e.kind {
+			case kindPut, kindInsertIfNotExists:
+				b.Query(s.stmt.byKind(e.kind), s.withID(id, 3, e.args...)...)
+			case kindUpdateIf:
+				b.Query(s.stmt.byKind(e.kind), s.withID(id, 1, e.args...)...)
+			default:
+				b.Query(s.stmt.byKind(e.kind), e.args...)
+			}
 		}
 		return s.execBatchCAS(b)
 	})
@@ -233,7 +297,16 @@ func (st statements) byKind(k stmtKind) string {
 	case kindCondAbsent:
 		return st.condAbsent
 	}
-	return st.put
+	return st.putW
+}
+
+// withID returns args with the write ID id inserted at index i, where the
+// statement binds w; args as they are on a table without write IDs.
+func (s *Store) withID(id []byte, i int, args ...any) []any {
+	if !s.stmt.writeIDs {
+		return args
+	}
+	return slices.Insert(args, i, any(id))
 }
 
 type batchEntry struct {

@@ -112,6 +112,9 @@ func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
 			return err
 		}
 	}
+	if err := storage.ValidateVersions(rows, false); err != nil {
+		return fmt.Errorf("cql: put batch: %w", err)
+	}
 	chunks := chunkRows(rows, s.o.BatchRows, s.o.BatchBytes)
 	ts := s.clock.next() // one logical write: one timestamp for every chunk and attempt
 	return runBounded(ctx, s.o.WriteWorkers, len(chunks), func(ctx context.Context, i int) error {
@@ -119,18 +122,33 @@ func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
 	})
 }
 
-// writeChunk writes rows of one partition at client timestamp ts: one
-// INSERT, or an UNLOGGED batch.
+// versionBase is the write timestamp of version 0 of a versioned row
+// (storage.Row.Version): above every wall-clock timestamp in microseconds
+// (1<<62 us is some 146,000 years), so that versions order the row's
+// writes and no client clock does.
+const versionBase = 1 << 62
+
+// writeChunk writes rows of one partition: one INSERT, or an UNLOGGED
+// batch. An unversioned row is written at client timestamp ts, a versioned
+// one at versionBase + its version.
 func (s *Store) writeChunk(ctx context.Context, ts int64, rows []storage.Row) error {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
+	stmt := func(r storage.Row) (string, []any) {
+		if r.Version == 0 {
+			return s.stmt.put, []any{owned(r.PKey), owned(r.CCols), owned(r.Value)}
+		}
+		return s.stmt.putAt, []any{owned(r.PKey), owned(r.CCols), owned(r.Value), int64(versionBase + r.Version)}
+	}
 	var err error
 	if len(rows) == 1 {
-		err = s.write(qctx, ts, s.stmt.put, owned(rows[0].PKey), owned(rows[0].CCols), owned(rows[0].Value)).Exec()
+		st, args := stmt(rows[0])
+		err = s.write(qctx, ts, st, args...).Exec()
 	} else {
 		b := s.writeBatch(qctx, ts)
 		for _, r := range rows {
-			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: s.stmt.put, Args: []any{owned(r.PKey), owned(r.CCols), owned(r.Value)}, Idempotent: true})
+			st, args := stmt(r)
+			b.Entries = append(b.Entries, gocql.BatchEntry{Stmt: st, Args: args, Idempotent: true})
 		}
 		err = b.Exec()
 	}
@@ -141,7 +159,7 @@ func (s *Store) writeChunk(ctx context.Context, ts int64, rows []storage.Row) er
 }
 
 // chunkRows groups rows by partition, keeps the last row of each (partition,
-// clustering key), and cuts each partition's rows into chunks of at most
+// clustering key) among those of the highest version, and cuts each partition's rows into chunks of at most
 // maxRows rows and maxBytes bytes of keys and values (at least one row).
 // Partitions keep the order of their first row, rows within one the order
 // of their last write.
@@ -160,7 +178,9 @@ func chunkRows(rows []storage.Row, maxRows, maxBytes int) [][]storage.Row {
 			order = append(order, string(r.PKey))
 		}
 		if i, ok := p.idx[string(r.CCols)]; ok {
-			p.rows[i].Value = r.Value
+			if storage.Replaces(r.Version, p.rows[i].Version) {
+				p.rows[i].Value, p.rows[i].Version = r.Value, r.Version
+			}
 			continue
 		}
 		p.idx[string(r.CCols)] = len(p.rows)

@@ -49,29 +49,48 @@ type Store struct {
 var _ storage.Storage = (*Store)(nil)
 
 // statements are the CQL texts, built once from the validated names.
+//
+// Every statement that writes a row in a conditional write (putW,
+// putTTLW, putTTLIfNotExists, insertIfNotExists, casUpdate, updateIf) also
+// sets the row's write ID w to the call's own ID (see lwt.go), bound last
+// but one before the conditions' values; getInW is the SERIAL re-read that
+// returns it. On a table without the column w (writeIDs false) they leave
+// it out, and no conditional write is ever proven by a re-read.
 type statements struct {
+	writeIDs                                bool
 	get, getIn, put, putTTLIfNotExists, ttl string
+	putAt                                   string // INSERT ... USING TIMESTAMP ?: a versioned row
 	casUpdate, casDelete                    string
 	read                                    [4]string // by bounds: none, from, to, both
 	condAbsent                              string    // carries "row must not exist" in a conditional batch
 	insertIfNotExists                       string    // INSERT IF NOT EXISTS without TTL, in batches
 	updateIf                                string    // UPDATE ... IF value = ?, in batches
-	putTTL                                  string
+	putW                                    string    // a written row without condition, in conditional batches
+	putTTLW                                 string    // the re-insert with TTL of CompareAndSwap's batch
+	getInW                                  string
 }
 
-func newStatements(keyspace, table string) statements {
+func newStatements(keyspace, table string, writeIDs bool) statements {
 	t := keyspace + "." + table
 	sel := "SELECT c_col, value FROM " + t + " WHERE p_key = ?"
+	cols, vals, setW := "(p_key, c_col, value)", "(?, ?, ?)", ""
+	if writeIDs {
+		cols, vals, setW = "(p_key, c_col, value, w)", "(?, ?, ?, ?)", ", w = ?"
+	}
 	return statements{
+		writeIDs:          writeIDs,
 		get:               "SELECT value FROM " + t + " WHERE p_key = ? AND c_col = ?",
 		getIn:             sel + " AND c_col IN ?",
+		getInW:            map[bool]string{true: "SELECT c_col, value, w FROM " + t + " WHERE p_key = ? AND c_col IN ?"}[writeIDs],
 		put:               "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?)",
-		putTTL:            "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) USING TTL ?",
-		putTTLIfNotExists: "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) IF NOT EXISTS USING TTL ?",
-		insertIfNotExists: "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) IF NOT EXISTS",
+		putAt:             "INSERT INTO " + t + " (p_key, c_col, value) VALUES (?, ?, ?) USING TIMESTAMP ?",
+		putW:              "INSERT INTO " + t + " " + cols + " VALUES " + vals,
+		putTTLW:           "INSERT INTO " + t + " " + cols + " VALUES " + vals + " USING TTL ?",
+		putTTLIfNotExists: "INSERT INTO " + t + " " + cols + " VALUES " + vals + " IF NOT EXISTS USING TTL ?",
+		insertIfNotExists: "INSERT INTO " + t + " " + cols + " VALUES " + vals + " IF NOT EXISTS",
 		ttl:               "SELECT TTL(value) FROM " + t + " WHERE p_key = ? AND c_col = ?",
-		casUpdate:         "UPDATE " + t + " USING TTL ? SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
-		updateIf:          "UPDATE " + t + " SET value = ? WHERE p_key = ? AND c_col = ? IF value = ?",
+		casUpdate:         "UPDATE " + t + " USING TTL ? SET value = ?" + setW + " WHERE p_key = ? AND c_col = ? IF value = ?",
+		updateIf:          "UPDATE " + t + " SET value = ?" + setW + " WHERE p_key = ? AND c_col = ? IF value = ?",
 		casDelete:         "DELETE FROM " + t + " WHERE p_key = ? AND c_col = ? IF value = ?",
 		condAbsent:        "DELETE value FROM " + t + " WHERE p_key = ? AND c_col = ? IF value = null",
 		read: [4]string{
@@ -94,7 +113,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("cql: open: %w", err)
 	}
-	st := &Store{o: o, session: o.Session, stmt: newStatements(o.Keyspace, o.Table)}
+	st := &Store{o: o, session: o.Session}
 	st.clock.now = o.Now
 	if st.session == nil {
 		s, h, err := connect(ctx, o)
@@ -110,9 +129,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	case o.HedgeDelay > 0:
 		st.hedge = &gocql.SimpleSpeculativeExecution{NumAttempts: 1, TimeoutDelay: o.HedgeDelay}
 	}
-	if err := st.checkTable(ctx); err != nil {
+	writeIDs, err := st.checkTable(ctx)
+	if err != nil {
 		_ = st.Close()
 		return nil, err
+	}
+	st.stmt = newStatements(o.Keyspace, o.Table, writeIDs)
+	if !writeIDs {
+		o.Logger.Warn("cql: the table has no write ID column w (schema script 0003, cqlseq migrate): a conditional write whose outcome is unknown is never proven applied",
+			"keyspace", o.Keyspace, "table", o.Table)
 	}
 	st.fetchRouting(ctx)
 	return st, nil
@@ -120,8 +145,12 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 
 // all returns every statement text.
 func (t *statements) all() []string {
-	return append([]string{t.get, t.getIn, t.put, t.putTTL, t.putTTLIfNotExists, t.insertIfNotExists,
+	all := append([]string{t.get, t.getIn, t.put, t.putAt, t.putW, t.putTTLW, t.putTTLIfNotExists, t.insertIfNotExists,
 		t.ttl, t.casUpdate, t.updateIf, t.casDelete, t.condAbsent}, t.read[:]...)
+	if t.writeIDs {
+		all = append(all, t.getInW)
+	}
+	return all
 }
 
 // fetchRouting has gocql fetch the routing information (partition key
@@ -168,21 +197,27 @@ func (s *Store) fetchRouting(ctx context.Context) {
 	}
 }
 
-// checkTable fails clearly when the keyspace or table is missing.
-func (s *Store) checkTable(ctx context.Context) error {
+// checkTable fails clearly when the keyspace or table is missing, and
+// reports whether the table has the write ID column w.
+func (s *Store) checkTable(ctx context.Context) (writeIDs bool, err error) {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
 	ks, tbl := strings.ToLower(s.o.Keyspace), strings.ToLower(s.o.Table)
-	iter := s.read(qctx, "SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = ?", ks, tbl).
+	iter := s.read(qctx, "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?", ks, tbl).
 		Consistency(gocql.One).Iter()
-	n := iter.NumRows()
+	var col string
+	n := 0
+	for iter.Scan(&col) {
+		n++
+		writeIDs = writeIDs || col == "w"
+	}
 	if err := iter.Close(); err != nil {
-		return s.fail(ctx, qctx, "open", err)
+		return false, s.fail(ctx, qctx, "open", err)
 	}
 	if n == 0 {
-		return fmt.Errorf("cql: table %s.%s does not exist: create it with package schema (cqlseq migrate)", ks, tbl)
+		return false, fmt.Errorf("cql: table %s.%s does not exist: create it with package schema (cqlseq migrate)", ks, tbl)
 	}
-	return nil
+	return writeIDs, nil
 }
 
 // Close implements storage.Storage. It closes the session Open created, not

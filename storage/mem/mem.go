@@ -30,13 +30,14 @@ type Store struct {
 }
 
 type partition struct {
-	rows   map[string]row
+	rows   map[string]*row
 	sorted []string // clustering keys in order; nil when stale
 }
 
 type row struct {
 	value   []byte
 	expires time.Time // zero: never
+	version uint64    // storage.Row.Version of the write that stays
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -75,12 +76,25 @@ func (s *Store) getLocked(pKey, cCols []byte) ([]byte, bool) {
 	return r.value, true
 }
 
-func (s *Store) expired(r row) bool { return !r.expires.IsZero() && !s.now().Before(r.expires) }
+func (s *Store) expired(r *row) bool { return !r.expires.IsZero() && !s.now().Before(r.expires) }
 
-func (s *Store) putLocked(pKey, cCols, value []byte, ttl time.Duration) {
+// putVersionLocked is an unconditional write of version v: it replaces the
+// row only if v orders at or above the stored row's version.
+func (s *Store) putVersionLocked(r storage.Row) {
+	if p := s.mu.parts[string(r.PKey)]; p != nil {
+		if old, ok := p.rows[string(r.CCols)]; ok && !s.expired(old) && !storage.Replaces(r.Version, old.version) {
+			return
+		}
+	}
+	s.putLocked(r.PKey, r.CCols, r.Value, 0).version = r.Version
+}
+
+// putLocked writes the row (unversioned) and returns it for the caller to
+// complete.
+func (s *Store) putLocked(pKey, cCols, value []byte, ttl time.Duration) *row {
 	p := s.mu.parts[string(pKey)]
 	if p == nil {
-		p = &partition{rows: map[string]row{}}
+		p = &partition{rows: map[string]*row{}}
 		s.mu.parts[string(pKey)] = p
 	}
 	if _, ok := p.rows[string(cCols)]; !ok {
@@ -93,7 +107,8 @@ func (s *Store) putLocked(pKey, cCols, value []byte, ttl time.Duration) {
 	if ttl > 0 {
 		r.expires = s.now().Add(ttl)
 	}
-	p.rows[string(cCols)] = r
+	p.rows[string(cCols)] = &r
+	return &r
 }
 
 func (s *Store) deleteLocked(pKey, cCols []byte) {
@@ -126,24 +141,28 @@ func (s *Store) GetBatch(ctx context.Context, pKey []byte, items []storage.GetIt
 	return nil
 }
 
-// Put implements storage.Storage.
+// Put implements storage.Storage: an unversioned write, which does not
+// replace a versioned row.
 func (s *Store) Put(ctx context.Context, pKey, cCols, value []byte) error {
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
-	s.putLocked(pKey, cCols, value, 0)
+	s.putVersionLocked(storage.Row{PKey: pKey, CCols: cCols, Value: value})
 	return nil
 }
 
 // PutBatch implements storage.Storage.
 func (s *Store) PutBatch(ctx context.Context, rows []storage.Row) error {
+	if err := storage.ValidateVersions(rows, false); err != nil {
+		return fmt.Errorf("mem: put batch: %w", err)
+	}
 	if err := s.lock(ctx); err != nil {
 		return err
 	}
 	defer s.mu.Unlock()
 	for _, r := range rows {
-		s.putLocked(r.PKey, r.CCols, r.Value, 0)
+		s.putVersionLocked(r)
 	}
 	return nil
 }
@@ -262,7 +281,7 @@ batch:
 			}
 		}
 		for _, r := range b.Rows {
-			s.putLocked(b.PKey, r.CCols, r.Value, 0)
+			s.putVersionLocked(storage.Row{PKey: b.PKey, CCols: r.CCols, Value: r.Value, Version: r.Version})
 		}
 		applied[i] = true
 	}

@@ -75,6 +75,7 @@ var conformance = []struct {
 	{"Conditional", testConditional},
 	{"ApplyBatchIf", testApplyBatchIf},
 	{"ApplyBatchesIf", testApplyBatchesIf},
+	{"Versions", testVersions},
 	{"LWTRace", testLWTRace},
 	{"TTL", testTTL},
 	{"Cancelled", testCancelled},
@@ -519,6 +520,67 @@ func testApplyBatchesIf(t *testing.T, s suite) {
 	_, ok, err = st.Get(ctx, ev, []byte("e8"))
 	require.NoError(t, err)
 	assert.False(t, ok, "a cancelled call writes nothing")
+}
+
+// testVersions: of the unconditional writes of a row, the highest
+// Version stays whatever the order of the calls; an unversioned write
+// never replaces a versioned row; versions are refused above MaxVersion
+// and in batches with conditions.
+func testVersions(t *testing.T, s suite) {
+	st, ctx := s.st, context.Background()
+	p, q := pk(t, "versions"), pk(t, "other")
+	put := func(cc string, v string, version uint64) {
+		t.Helper()
+		require.NoError(t, st.PutBatch(ctx, []storage.Row{{PKey: p, CCols: []byte(cc), Value: []byte(v), Version: version}}))
+	}
+	get := func(cc string) string {
+		t.Helper()
+		v, ok, err := st.Get(ctx, p, []byte(cc))
+		require.NoError(t, err)
+		require.True(t, ok, cc)
+		return string(v)
+	}
+	put("a", "v5", 5)
+	put("a", "v3", 3) // a late write of an earlier version
+	assert.Equal(t, "v5", get("a"), "a lower version arriving later changes nothing")
+	put("a", "v7", 7)
+	assert.Equal(t, "v7", get("a"))
+	require.NoError(t, st.Put(ctx, p, []byte("a"), []byte("unversioned")))
+	assert.Equal(t, "v7", get("a"), "an unversioned write orders below every versioned one")
+	put("a", "max", storage.MaxVersion)
+	assert.Equal(t, "max", get("a"))
+
+	require.NoError(t, st.Put(ctx, p, []byte("b"), []byte("plain")))
+	put("b", "v1", 1)
+	assert.Equal(t, "v1", get("b"), "a versioned write replaces an unversioned row")
+
+	// One call, rows of two partitions, each ordered on its own.
+	require.NoError(t, st.PutBatch(ctx, []storage.Row{
+		{PKey: p, CCols: []byte("c"), Value: []byte("c9"), Version: 9},
+		{PKey: q, CCols: []byte("c"), Value: []byte("q9"), Version: 9},
+	}))
+	require.NoError(t, st.PutBatch(ctx, []storage.Row{
+		{PKey: p, CCols: []byte("c"), Value: []byte("c8"), Version: 8},
+		{PKey: q, CCols: []byte("c"), Value: []byte("q10"), Version: 10},
+	}))
+	assert.Equal(t, "c9", get("c"))
+	v, _, err := st.Get(ctx, q, []byte("c"))
+	require.NoError(t, err)
+	assert.Equal(t, "q10", string(v))
+
+	err = st.PutBatch(ctx, []storage.Row{{PKey: p, CCols: []byte("d"), Value: []byte("x"), Version: storage.MaxVersion + 1}})
+	assert.ErrorIs(t, err, storage.ErrInvalidArgument, "a version above MaxVersion")
+	_, err = st.ApplyBatchIf(ctx, p, []storage.Condition{{CCols: []byte("e")}}, []storage.Row{{PKey: p, CCols: []byte("e"), Value: []byte("x"), Version: 1}})
+	assert.ErrorIs(t, err, storage.ErrInvalidArgument, "a versioned row in a batch with conditions")
+	ok, err := st.ApplyBatchIf(ctx, p, nil, []storage.Row{{PKey: p, CCols: []byte("a"), Value: []byte("late"), Version: 6}})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "max", get("a"), "a batch without conditions honours versions")
+	if ma, ok := storage.AsMultiApplier(st); ok {
+		applied := make([]bool, 1)
+		require.NoError(t, ma.ApplyBatchesIf(ctx, []storage.CondBatch{{PKey: p, Rows: []storage.Row{{PKey: p, CCols: []byte("c"), Value: []byte("c1"), Version: 1}}}}, applied))
+		assert.Equal(t, "c9", get("c"), "ApplyBatchesIf honours versions")
+	}
 }
 
 // testLWTRace: racing conditional writes: one winner, whose write the store

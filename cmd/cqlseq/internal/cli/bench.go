@@ -180,25 +180,27 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 		rep.Store, rep.Mode, rep.App, plural(uint64(rep.Partitions), "partition", "partitions"), commas(uint64(rep.Workspaces)),
 		plural(uint64(rep.Concurrency), "goroutine", "goroutines"), f.load.duration)
 
-	parts, ost, err := openPartitions(ctx, f.load.openConfig(e, in, st))
-	if err != nil {
-		return err
-	}
-	rep.Actualization = actReport{WallMs: msf(ost.wall), SlowestMs: msf(ost.maxTook), EventsReplayed: ost.events}
-
 	var count atomic.Uint64
 	lc := f.load.loadConfig(f.load.duration)
 	lc.count = &count
+	// The ack log exists from the start: a run killed while it opens its
+	// partitions leaves an empty one for verify --acks.
 	if f.ackLog != "" {
 		al, aerr := startAckLog(e, f.ackLog, &rep)
 		if aerr != nil {
-			return errors.Join(aerr, parts.close())
+			return aerr
 		}
 		defer func() { err = errors.Join(err, al.Close()) }()
 		lc.ack = func(p isequencer.PartitionID, ws isequencer.WSID, res apppart.Result) error {
 			return al.Ack(p, res.Offset, ws, commandSeqs, res.Numbers)
 		}
 	}
+	parts, ost, err := openPartitions(ctx, f.load.openConfig(e, in, st))
+	if err != nil {
+		return err
+	}
+	rep.Actualization = actReport{WallMs: msf(ost.wall), SlowestMs: msf(ost.maxTook), EventsReplayed: ost.events}
+
 	stop := e.timedProgress("sequencer", f.load.duration, &count)
 	res := runCommands(ctx, parts.parts, lc)
 	stop()
