@@ -1,10 +1,12 @@
 package cql
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -412,4 +414,103 @@ func TestHealthAHostWhoseAttemptsAreAllOvertakenStaysSuspected(t *testing.T) {
 		f.clk.advance(93 * time.Millisecond)
 	}
 	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "8 s of attempts without a reply")
+}
+
+// The state machines alone: events in, verdict out, no gocql session, no
+// lock, no logger.
+
+var testLimits = healthLimits{floor: 100 * time.Millisecond, factor: 10, attemptTO: time.Second, callTO: 5 * time.Second}
+
+func TestHostHealthVerdicts(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ms := time.Millisecond
+	tests := []struct {
+		name    string
+		events  func(m *hostHealth)
+		now     time.Duration
+		wstate  suspicion
+		wsilent time.Duration
+	}{
+		{"no events", func(*hostHealth) {}, time.Second, notSuspected, 0},
+		{"outstanding under the threshold", func(m *hostHealth) { m.handOut(at(0)) }, 90 * ms, notSuspected, 90 * ms},
+		{"outstanding past the threshold", func(m *hostHealth) { m.handOut(at(0)) }, 110 * ms, suspectSilent, 110 * ms},
+		{"a reply clears it", func(m *hostHealth) { m.handOut(at(0)); m.replied(at(50 * ms)) }, time.Second, notSuspected, 0},
+		{"a hand-out expires after callTO", func(m *hostHealth) { m.handOut(at(0)) }, 6 * time.Second, notSuspected, 0},
+		{"an unanswered end keeps the silence past callTO", func(m *hostHealth) {
+			m.handOut(at(0))
+			m.unanswered(at(0), at(3*time.Second))
+		}, 6 * time.Second, suspectSilent, 3 * time.Second},
+		{"a timeout verdict outlasts callTO", func(m *hostHealth) {
+			m.handOut(at(0))
+			m.unanswered(at(0), at(time.Second))
+			m.timedOutAt, m.timedOutAlone = at(time.Second), true
+		}, time.Minute, suspectLoneTimeout, time.Second},
+		{"withdrawn", func(m *hostHealth) {
+			m.timedOutAt, m.timedOutAlone = at(time.Second), true
+			m.withdraw()
+		}, 2 * time.Second, notSuspected, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m hostHealth
+			tt.events(&m)
+			state, silent := m.verdict(at(tt.now), testLimits, 100*ms)
+			assert.Equal(t, tt.wstate, state, state.String())
+			assert.Equal(t, tt.wsilent, silent)
+		})
+	}
+}
+
+func TestHealthBookTimeoutRules(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	state := func(b *healthBook, k string, now time.Time) suspicion {
+		s, _, _ := b.verdict(k, now)
+		return s
+	}
+
+	// Another host replied in the window: the silence is A's.
+	b := newHealthBook(testLimits)
+	b.replied("b", at(400*time.Millisecond), at(500*time.Millisecond), true)
+	b.timedOut("a", at(0), at(time.Second))
+	assert.Equal(t, suspectTimeout, state(&b, "a", at(time.Second)))
+
+	// Nothing to compare with: a lone timeout.
+	b = newHealthBook(testLimits)
+	assert.Empty(t, b.timedOut("a", at(0), at(time.Second)))
+	assert.Equal(t, suspectLoneTimeout, state(&b, "a", at(time.Second)))
+
+	// Several hosts time out together, nobody replies: a shared silence
+	// withdraws the lone timeout and suspects nobody.
+	assert.Equal(t, []string{"a"}, b.timedOut("b", at(0), at(time.Second)))
+	assert.Empty(t, b.timedOut("c", at(0), at(time.Second)))
+	for _, k := range []string{"a", "b", "c"} {
+		assert.Equal(t, notSuspected, state(&b, k, at(time.Second)), k)
+	}
+
+	// A reply re-admits a suspected host.
+	b = newHealthBook(testLimits)
+	b.timedOut("a", at(0), at(time.Second))
+	b.replied("a", at(2*time.Second), at(2*time.Second), false)
+	assert.Equal(t, notSuspected, state(&b, "a", at(2*time.Second)))
+}
+
+func TestHealthStatsNeitherLogsNorCounts(t *testing.T) {
+	var logs bytes.Buffer
+	f := newHealthFixture(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false))
+	f.clk.advance(200 * time.Millisecond)
+
+	st := f.h.Stats()
+	assert.Equal(t, []string{"127.0.0.1"}, st.Suspected, "a scrape sees the suspicion")
+	assert.Zero(t, st.Suspicions)
+	assert.Empty(t, logs.String(), "a scrape logs nothing")
+
+	assert.Equal(t, f.b, f.plan(false)[0])
+	assert.EqualValues(t, 1, f.h.Stats().Suspicions, "the plan that finds it counts it")
+	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"))
+	f.plan(false)
+	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"), "once per transition")
 }
