@@ -65,6 +65,11 @@ type healthLimits struct {
 	callTO time.Duration
 }
 
+// maxOutstanding bounds the hand-outs with no observed end that a host's
+// machine tracks; past it the oldest is forgotten, which can only shorten
+// the silence measured.
+const maxOutstanding = 64
+
 // hostHealth is one host's health state machine. Its verdict at a time t:
 //   - suspected by a timeout (timedOutAt set; see healthBook.timedOut for
 //     when a timeout suspects its host and when it is withdrawn);
@@ -76,10 +81,13 @@ type healthLimits struct {
 type hostHealth struct {
 	// pendingSince is the oldest hand-out since the last reply; zero: none.
 	pendingSince time.Time
-	lastReply    time.Time
-	noReplyAt    time.Time // the end of the last attempt observed without a reply
-	lastTimeout  time.Time // the end of the last attempt that timed out
-	timedOutAt   time.Time // the timeout that suspects the host; zero: none since the last reply
+	// outstanding are the hand-outs since the last reply whose end has not
+	// been observed, oldest first.
+	outstanding []time.Time
+	lastReply   time.Time
+	noReplyAt   time.Time // the end of the last attempt observed without a reply
+	lastTimeout time.Time // the end of the last attempt that timed out
+	timedOutAt  time.Time // the timeout that suspects the host; zero: none since the last reply
 	// timedOutAlone: timedOutAt is a lone timeout, which a shared silence
 	// may withdraw.
 	timedOutAlone bool
@@ -87,36 +95,60 @@ type hostHealth struct {
 }
 
 // handOut records that an attempt goes to the host at now.
-func (m *hostHealth) handOut(now time.Time) {
+func (m *hostHealth) handOut(now time.Time, lim healthLimits) {
 	if m.pendingSince.IsZero() {
 		m.pendingSince = now
 	}
+	// Forget hand-outs older than callTO: they were never sent.
+	i := 0
+	for i < len(m.outstanding) && now.Sub(m.outstanding[i]) > lim.callTO {
+		i++
+	}
+	if len(m.outstanding)-i >= maxOutstanding {
+		i++
+	}
+	m.outstanding = append(m.outstanding[:0], m.outstanding[i:]...)
+	m.outstanding = append(m.outstanding, now)
 }
 
 // probed records that a probe was handed out at now.
 func (m *hostHealth) probed(now time.Time) { m.lastProbe = now }
 
+// ended removes the hand-out of an attempt that started at start: the
+// latest hand-out at or before it.
+func (m *hostHealth) ended(start time.Time) {
+	for i := len(m.outstanding) - 1; i >= 0; i-- {
+		if !m.outstanding[i].After(start) {
+			m.outstanding = slices.Delete(m.outstanding, i, i+1)
+			return
+		}
+	}
+}
+
 // replied records an answer that ended an attempt at end.
 func (m *hostHealth) replied(end time.Time) {
 	m.lastReply, m.pendingSince, m.timedOutAt, m.timedOutAlone = end, time.Time{}, time.Time{}, false
+	m.outstanding = m.outstanding[:0]
 }
 
 // unanswered records an attempt, from start to end, that got no answer
 // (cancelled, a broken connection, a timeout).
-func (m *hostHealth) unanswered(_, end time.Time) {
+func (m *hostHealth) unanswered(start, end time.Time) {
+	m.ended(start)
 	m.noReplyAt = end
 }
 
 // withdraw drops a lone timeout's suspicion.
 func (m *hostHealth) withdraw() { m.timedOutAt, m.timedOutAlone = time.Time{}, false }
 
-// silentFor is how long the host has been seen silent at now: since its
-// oldest unanswered hand-out, up to now while that hand-out may still be in
-// flight (callTO bounds every attempt), else up to the last attempt that
-// ended unanswered: a host whose attempts are all overtaken (cancelled when
-// a hedge wins) stays silent. A hand-out gocql never sent, or one
-// cancelled at once with nothing handed out since, stops counting after
-// callTO.
+// silentFor is how long the host has been seen silent at now, the longest of
+//   - since its oldest unanswered hand-out, up to now while that hand-out
+//     may still be in flight (callTO bounds every attempt), else up to the
+//     last attempt that ended unanswered: a host whose attempts are all
+//     overtaken (cancelled when a hedge wins) stays silent;
+//   - the age of its oldest attempt still outstanding (handed out, no end
+//     observed, not older than callTO): each outstanding attempt is judged
+//     by its own age, however old a forgotten hand-out before it.
 func (m *hostHealth) silentFor(now time.Time, lim healthLimits) time.Duration {
 	var d time.Duration
 	switch {
@@ -125,6 +157,12 @@ func (m *hostHealth) silentFor(now time.Time, lim healthLimits) time.Duration {
 		d = now.Sub(m.pendingSince)
 	case m.noReplyAt.After(m.pendingSince):
 		d = m.noReplyAt.Sub(m.pendingSince)
+	}
+	for _, t := range m.outstanding {
+		if now.Sub(t) <= lim.callTO {
+			d = max(d, now.Sub(t))
+			break
+		}
 	}
 	return d
 }
@@ -175,7 +213,7 @@ func (b *healthBook) host(key string) *hostHealth {
 }
 
 // handOut records that an attempt goes to key at now.
-func (b *healthBook) handOut(key string, now time.Time) { b.host(key).handOut(now) }
+func (b *healthBook) handOut(key string, now time.Time) { b.host(key).handOut(now, b.lim) }
 
 // probed records that a probe goes to key at now.
 func (b *healthBook) probed(key string, now time.Time) { b.host(key).probed(now) }

@@ -339,7 +339,7 @@ func TestHealthAHandOutNeverSentExpires(t *testing.T) {
 	require.Equal(t, f.a, f.first(false), "A is handed out and never sent")
 	f.clk.advance(4 * time.Second)
 	f.warm(1, 2*time.Millisecond)
-	assert.Equal(t, f.b, f.plan(false)[0], "4 s: within Timeout, A may still be outstanding")
+	assert.Equal(t, f.b, f.first(false), "4 s: within Timeout, A may still be outstanding (A is not handed out again)")
 	f.warm(1, 2*time.Millisecond)
 	f.clk.advance(2 * time.Second)
 	f.warm(1, 2*time.Millisecond)
@@ -410,7 +410,7 @@ func TestHealthAHostWhoseAttemptsAreAllOvertakenStaysSuspected(t *testing.T) {
 		require.NotNil(t, first)
 		f.clk.advance(7 * time.Millisecond)
 		f.h.observe(context.Background(), f.a, f.clk.now().Add(-7*time.Millisecond), f.clk.now(), context.Canceled)
-		f.reply(f.b, 2*time.Millisecond)
+		f.warm(1, 2*time.Millisecond) // B wins; C, handed out before A, answers too
 		f.clk.advance(93 * time.Millisecond)
 	}
 	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "8 s of attempts without a reply")
@@ -433,16 +433,16 @@ func TestHostHealthVerdicts(t *testing.T) {
 		wsilent time.Duration
 	}{
 		{"no events", func(*hostHealth) {}, time.Second, notSuspected, 0},
-		{"outstanding under the threshold", func(m *hostHealth) { m.handOut(at(0)) }, 90 * ms, notSuspected, 90 * ms},
-		{"outstanding past the threshold", func(m *hostHealth) { m.handOut(at(0)) }, 110 * ms, suspectSilent, 110 * ms},
-		{"a reply clears it", func(m *hostHealth) { m.handOut(at(0)); m.replied(at(50 * ms)) }, time.Second, notSuspected, 0},
-		{"a hand-out expires after callTO", func(m *hostHealth) { m.handOut(at(0)) }, 6 * time.Second, notSuspected, 0},
+		{"outstanding under the threshold", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 90 * ms, notSuspected, 90 * ms},
+		{"outstanding past the threshold", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 110 * ms, suspectSilent, 110 * ms},
+		{"a reply clears it", func(m *hostHealth) { m.handOut(at(0), testLimits); m.replied(at(50 * ms)) }, time.Second, notSuspected, 0},
+		{"a hand-out expires after callTO", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 6 * time.Second, notSuspected, 0},
 		{"an unanswered end keeps the silence past callTO", func(m *hostHealth) {
-			m.handOut(at(0))
+			m.handOut(at(0), testLimits)
 			m.unanswered(at(0), at(3*time.Second))
 		}, 6 * time.Second, suspectSilent, 3 * time.Second},
 		{"a timeout verdict outlasts callTO", func(m *hostHealth) {
-			m.handOut(at(0))
+			m.handOut(at(0), testLimits)
 			m.unanswered(at(0), at(time.Second))
 			m.timedOutAt, m.timedOutAlone = at(time.Second), true
 		}, time.Minute, suspectLoneTimeout, time.Second},
@@ -513,4 +513,32 @@ func TestHealthStatsNeitherLogsNorCounts(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"))
 	f.plan(false)
 	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"), "once per transition")
+}
+
+// TestHealthAnOutstandingAttemptIsJudgedByItsOwnAge: a hand-out gocql
+// never sent leaves the host's oldest hand-out behind; once it is older
+// than Timeout it no longer counts, but a later attempt, really
+// outstanding, must still suspect its host by its own age.
+func TestHealthAnOutstandingAttemptIsJudgedByItsOwnAge(t *testing.T) {
+	f := newHealthFixture(t, nil) // Timeout 5 s, threshold 100 ms
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false), "a hand-out gocql never sends")
+	f.clk.advance(6 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false), "6 s later: the old hand-out has expired; a real attempt to A starts")
+	f.clk.advance(2 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "A's attempt is outstanding 2 s, no reply from A")
+	assert.Equal(t, []string{"127.0.0.1"}, f.h.Stats().Suspected)
+
+	// Its end observed without a reply, the attempt no longer counts by
+	// its own age (the silence it ended stays measured).
+	g := newHealthFixture(t, nil)
+	g.warm(50, 2*time.Millisecond)
+	require.Equal(t, g.a, g.first(false))
+	g.clk.advance(10 * time.Millisecond)
+	g.h.observe(context.Background(), g.a, g.clk.now().Add(-10*time.Millisecond), g.clk.now(), context.Canceled)
+	g.clk.advance(6 * time.Second)
+	g.warm(1, 2*time.Millisecond)
+	assert.Equal(t, g.a, g.plan(false)[0], "an ended attempt is not outstanding")
 }
