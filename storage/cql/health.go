@@ -251,7 +251,16 @@ func (b *healthBook) unanswered(key string, start, end time.Time) {
 //     is measured against).
 //   - No host replied and other hosts timed out in the window too: a shared
 //     silence, the client's or the network's. It suspects nobody, and it
-//     withdraws the lone timeouts it is made of.
+//     withdraws the lone timeouts of those hosts that came at the same time
+//     as this one (at most SuspectFloor before end). A lone timeout that
+//     came earlier stands: its host was suspected first, and this timeout
+//     is explained by that host's silence (this host, a coordinator, waited
+//     for it as a replica); this host replied to other statements before
+//     and will again, while the earlier host stays suspected until it
+//     replies. A stalled client's timers fire together when it resumes,
+//     so its shared silence still withdraws them all; a network that goes
+//     silent for the client leaves the first host to time out suspected
+//     until it replies (a probe, or a plan that reaches it).
 func (b *healthBook) timedOut(key string, start, end time.Time) []string {
 	m := b.host(key)
 	m.unanswered(start, end)
@@ -270,7 +279,7 @@ func (b *healthBook) timedOut(key string, start, end time.Time) []string {
 			continue
 		}
 		shared = true
-		if o.timedOutAlone {
+		if o.timedOutAlone && !o.timedOutAt.Before(end.Add(-b.lim.floor)) {
 			o.withdraw()
 			withdrawn = append(withdrawn, k)
 		}

@@ -489,6 +489,18 @@ func TestHealthBookTimeoutRules(t *testing.T) {
 		assert.Equal(t, notSuspected, state(&b, k, at(time.Second)), k)
 	}
 
+	// A timeout that follows a lone one by more than the floor is explained
+	// by it: the earlier host stays suspected, the later one is not.
+	b = newHealthBook(testLimits)
+	b.timedOut("a", at(0), at(time.Second))
+	assert.Empty(t, b.timedOut("b", at(800*time.Millisecond), at(1150*time.Millisecond)))
+	assert.Equal(t, suspectLoneTimeout, state(&b, "a", at(1150*time.Millisecond)))
+	assert.Equal(t, notSuspected, state(&b, "b", at(1150*time.Millisecond)))
+	// Within the floor it is the same silence.
+	b = newHealthBook(testLimits)
+	b.timedOut("a", at(0), at(time.Second))
+	assert.Equal(t, []string{"a"}, b.timedOut("b", at(800*time.Millisecond), at(1050*time.Millisecond)))
+
 	// A reply re-admits a suspected host.
 	b = newHealthBook(testLimits)
 	b.timedOut("a", at(0), at(time.Second))
@@ -541,4 +553,33 @@ func TestHealthAnOutstandingAttemptIsJudgedByItsOwnAge(t *testing.T) {
 	g.clk.advance(6 * time.Second)
 	g.warm(1, 2*time.Millisecond)
 	assert.Equal(t, g.a, g.plan(false)[0], "an ended attempt is not outstanding")
+}
+
+// TestHealthATimeoutExplainedByASuspectedHostKeepsItsSuspicion: a lease
+// session's paused A is suspected by its lone renewal timeout; a read
+// coordinated by the healthy B, in flight then, times out half a second
+// later (B waited for A as a replica). No host replied in between, but B's
+// timeout follows A's suspicion: it is explained by A's silence and must
+// not withdraw it, or the next renewal waits 4 s on A again.
+func TestHealthATimeoutExplainedByASuspectedHostKeepsItsSuspicion(t *testing.T) {
+	f := newHealthFixture(t, nil) // Timeout 5 s, LWTAttemptTimeout 4 s, AttemptTimeout 1 s
+	for range 3 {                 // slow Paxos rounds: p99 1.4 s, threshold 14 s
+		f.reply(f.b, 1400*time.Millisecond)
+		f.clk.advance(3 * time.Second)
+		f.reply(f.c, 1400*time.Millisecond)
+		f.clk.advance(3 * time.Second)
+	}
+	t0 := f.clk.now()
+	require.Equal(t, f.a, f.first(false), "the renewal goes to A")
+	f.clk.advance(4 * time.Second)
+	f.h.observe(context.Background(), f.a, t0, f.clk.now(), gocql.ErrTimeoutNoResponse)
+	require.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "A's lone timeout suspects it")
+
+	f.clk.advance(500 * time.Millisecond)
+	f.h.observe(context.Background(), f.b, t0.Add(3500*time.Millisecond), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "B's later timeout leaves A suspected")
+	assert.Equal(t, []string{"127.0.0.1"}, f.h.Stats().Suspected, "and does not suspect B")
+
+	f.clk.advance(2 * time.Second)
+	assert.Equal(t, f.b, f.first(false), "the next renewal avoids A")
 }
