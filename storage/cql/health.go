@@ -691,15 +691,25 @@ func (p healthPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
 	return p.h.order(next, q.IsIdempotent(), trackFrom(q.Context()))
 }
 
-// healthObserver feeds every attempt's end to health.
+// healthObserver feeds every attempt's end to health. gocql times
+// attempts by the system clock and health reads Options.Now: the observer
+// moves an attempt's start and end onto health's clock, so that they
+// compare with its hand-outs.
 type healthObserver struct{ h *health }
 
 func (o healthObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
-	o.h.observe(ctx, q.Host, q.Start, q.End, q.Err)
+	start, end := o.onHealthClock(q.Start, q.End)
+	o.h.observe(ctx, q.Host, start, end, q.Err)
 }
 
 func (o healthObserver) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
-	o.h.observe(ctx, b.Host, b.Start, b.End, b.Err)
+	start, end := o.onHealthClock(b.Start, b.End)
+	o.h.observe(ctx, b.Host, start, end, b.Err)
+}
+
+func (o healthObserver) onHealthClock(start, end time.Time) (time.Time, time.Time) {
+	skew := o.h.now().Sub(time.Now())
+	return start.Add(skew), end.Add(skew)
 }
 
 // hedging is the speculative execution policy of idempotent statements:

@@ -583,3 +583,20 @@ func TestHealthATimeoutExplainedByASuspectedHostKeepsItsSuspicion(t *testing.T) 
 	f.clk.advance(2 * time.Second)
 	assert.Equal(t, f.b, f.first(false), "the next renewal avoids A")
 }
+
+// TestHealthObserverUsesTheStoreClock: with Options.Now skewed, an attempt
+// gocql times by the system clock still ends the hand-out it belongs to.
+func TestHealthObserverUsesTheStoreClock(t *testing.T) {
+	skewed := func() time.Time { return time.Now().Add(time.Hour) }
+	o := Options{Hosts: []string{"x"}, Keyspace: "ks", Logger: slog.New(slog.DiscardHandler), Now: skewed}
+	o.EnsureDefaults()
+	h := newHealth(&o, o.Now)
+	a := newFakeHost(1)
+	next := h.order(func() gocql.SelectedHost { return fakeHost{a} }, false, nil)
+	require.Equal(t, a, next().Info())
+	start := time.Now()
+	healthObserver{h}.ObserveQuery(context.Background(), gocql.ObservedQuery{Host: a, Start: start, End: start.Add(time.Millisecond), Err: context.Canceled})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Empty(t, h.mu.book.host(hostKey(a)).outstanding, "the cancelled attempt is no longer outstanding")
+}
