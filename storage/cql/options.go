@@ -103,7 +103,9 @@ type Options struct {
 	// attempts to it outstanding or unanswered for longer than
 	// max(SuspectFloor, SuspectFactor x the p99 of recent healthy replies)
 	// with no reply from it since. An attempt that times out suspects its
-	// host at once, unless other hosts timed out with it (see health).
+	// host at once, unless other hosts timed out with it (within
+	// SuspectFloor of each other, with no reply from any host: a shared
+	// silence; a later timeout leaves an earlier host suspected).
 	// Suspected hosts go last in every query plan until they reply.
 	// Defaults 100 ms and 10.
 	SuspectFloor  time.Duration
