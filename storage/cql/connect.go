@@ -31,13 +31,14 @@ func ValidName(s string) bool { return validName.MatchString(s) }
 // ClusterConfig returns the gocql configuration of o's connection fields
 // (Hosts, Consistency, SerialConsistency, Timeout, AttemptTimeout,
 // ConnectTimeout, Username, Password, TLS, PageSize, NumConns,
-// DisableInitialHostLookup, Logger) and, unless DisableHealth is set, the
+// DisableInitialHostLookup, LocalDC, Logger) and, unless DisableHealth is set, the
 // health-aware host choice (a host selection policy and a query and batch
 // observer that work together: replace neither), keyspace unset. Keyspace,
 // Table and the batch fields are not used or checked; o must not have a
 // Session. For a caller that needs a gocql setting Options does not carry;
 // Connect is the usual way to a session. A Store given such a session as
-// Options.Session hedges only with a fixed HedgeDelay.
+// Options.Session hedges only with a fixed HedgeDelay, and its data centres
+// are the caller's to check (gocql checks that LocalDC has hosts).
 func ClusterConfig(o Options) (*gocql.ClusterConfig, error) {
 	c, _, err := clusterConfig(o)
 	return c, err
@@ -74,10 +75,13 @@ func clusterConfig(o Options) (*gocql.ClusterConfig, *health, error) {
 		c.SslOpts = &gocql.SslOptions{Config: o.TLS.Clone(), EnableHostVerification: !o.TLS.InsecureSkipVerify}
 	}
 	if o.DisableHealth {
+		if o.LocalDC != "" {
+			c.PoolConfig.HostSelectionPolicy = hostPolicy(&o)
+		}
 		return c, nil, nil
 	}
 	h := newHealth(&o, now)
-	c.PoolConfig.HostSelectionPolicy = healthPolicy{HostSelectionPolicy: gocql.TokenAwareHostPolicy(gocql.RoundRobinHostPolicy()), h: h}
+	c.PoolConfig.HostSelectionPolicy = healthPolicy{HostSelectionPolicy: hostPolicy(&o), h: h}
 	c.QueryObserver = healthObserver{h}
 	c.BatchObserver = healthObserver{h}
 	return c, h, nil
@@ -92,7 +96,10 @@ func clusterConfig(o Options) (*gocql.ClusterConfig, *health, error) {
 // uses the non-blocking constructor, which hands the session over. A
 // cluster that does not answer gives an error wrapping
 // storage.ErrUnavailable; refused credentials, permissions or TLS wrap
-// storage.ErrAuthentication, ErrAuthorization or ErrTLS instead.
+// storage.ErrAuthentication, ErrAuthorization or ErrTLS instead. Once
+// connected, the session's hosts are checked against LocalDC and the
+// consistencies (see Options.LocalDC): a mismatch closes the session and
+// gives an error wrapping storage.ErrInvalidArgument.
 func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 	s, _, err := connect(ctx, o)
 	return s, err
@@ -100,9 +107,13 @@ func Connect(ctx context.Context, o Options) (*gocql.Session, error) {
 
 // connect is Connect, with the session's health (nil with DisableHealth).
 func connect(ctx context.Context, o Options) (*gocql.Session, *health, error) {
+	o.EnsureDefaults()
 	c, h, err := clusterConfig(o)
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.LocalDC != "" {
+		c.PoolConfig.HostSelectionPolicy = dcCheckedByOpen{c.PoolConfig.HostSelectionPolicy}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("cql: connect: %w", err)
@@ -122,6 +133,10 @@ func connect(ctx context.Context, o Options) (*gocql.Session, *health, error) {
 	if err := ctx.Err(); err != nil {
 		s.Close()
 		return nil, nil, fmt.Errorf("cql: connect: %w", err)
+	}
+	if err := checkDataCentres(s.GetHosts(), o.LocalDC, o.Consistency, o.SerialConsistency); err != nil {
+		s.Close()
+		return nil, nil, err
 	}
 	return s, h, nil
 }

@@ -13,25 +13,305 @@ import (
 	"github.com/gocql/gocql"
 )
 
-// health is the session's view of its hosts' health, shared by its host
-// selection policy (healthPolicy), its query and batch observer and its
-// hedging policy.
+// Host health comes in three layers:
+//   - hostHealth, one host's state machine, and healthBook, every host's
+//     machine with the session-wide facts its rules compare against (the
+//     last reply from any host, the healthy latencies). Both are plain,
+//     synchronous types: events in (an attempt handed out, an attempt ended
+//     with a reply, a timeout or no answer, a probe handed out; the time of
+//     each event given by the caller), a verdict out (suspicion). They hold
+//     no lock, read no clock, log nothing and count nothing.
+//   - health, the driver: it holds the lock and the clock, feeds gocql's
+//     events to the book, and logs and counts the transitions it sees.
+//   - healthPolicy, healthObserver, hedging and healthPlan connect the
+//     driver to gocql.
+
+// suspicion is why a host is suspected, or notSuspected.
+type suspicion uint8
+
+const (
+	notSuspected suspicion = iota
+	// suspectLoneTimeout: an attempt timed out with no other host's reply
+	// or timeout to compare it with.
+	suspectLoneTimeout
+	// suspectTimeout: an attempt timed out while other hosts replied.
+	suspectTimeout
+	// suspectSilent: the host has been silent longer than the threshold.
+	suspectSilent
+)
+
+func (s suspicion) String() string {
+	switch s {
+	case suspectLoneTimeout:
+		return "an attempt timed out, no other host timing out with it"
+	case suspectTimeout:
+		return "an attempt timed out while other hosts answered"
+	case suspectSilent:
+		return "an attempt is outstanding with no reply since"
+	}
+	return "not suspected"
+}
+
+// healthLimits are the parameters of the health rules (from Options).
+type healthLimits struct {
+	floor  time.Duration // SuspectFloor
+	factor float64       // SuspectFactor
+	// attemptTO is the window in which a reply from another host makes a
+	// timeout this host's (AttemptTimeout).
+	attemptTO time.Duration
+	// callTO bounds every attempt (Timeout): a hand-out with neither a
+	// reply nor an end observed within it was never sent (gocql asked for a
+	// host it then did not use) and no longer counts as outstanding.
+	callTO time.Duration
+}
+
+// maxOutstanding bounds the hand-outs with no observed end that a host's
+// machine tracks; past it the oldest is forgotten, which can only shorten
+// the silence measured.
+const maxOutstanding = 64
+
+// hostHealth is one host's health state machine. Its verdict at a time t:
+//   - suspected by a timeout (timedOutAt set; see healthBook.timedOut for
+//     when a timeout suspects its host and when it is withdrawn);
+//   - else suspected when silentFor(t) exceeds the threshold.
 //
-// A host is suspected when
-//   - it has been silent longer than the suspicion threshold,
-//     max(SuspectFloor, SuspectFactor x the p99 of recent healthy replies):
-//     an attempt handed to it is outstanding (at most Timeout, which bounds
-//     every attempt) or ended unanswered that long after the oldest
-//     unanswered hand-out, with no reply from it since; or
-//   - an attempt to it got no answer within its attempt timeout, unless
-//     that silence was shared: another host's attempt timed out too while
-//     this one was in flight and no host replied in that time (the client or
-//     the network was silent, not one host). A lone attempt that times out
-//     (a session that only renews a lease) suspects its host: there is
-//     nothing to compare it with, and a slow Paxos round elsewhere must not
-//     raise the threshold above the attempt timeout it is measured against.
+// A reply (a result, or an error the server sent) clears every suspicion
+// and every outstanding hand-out: a host that answers anything is alive,
+// and an attempt still outstanding on it is its statement's slowness.
+type hostHealth struct {
+	// pendingSince is the oldest hand-out since the last reply; zero: none.
+	pendingSince time.Time
+	// outstanding are the hand-outs since the last reply whose end has not
+	// been observed, oldest first.
+	outstanding []time.Time
+	lastReply   time.Time
+	noReplyAt   time.Time // the end of the last attempt observed without a reply
+	lastTimeout time.Time // the end of the last attempt that timed out
+	timedOutAt  time.Time // the timeout that suspects the host; zero: none since the last reply
+	// timedOutAlone: timedOutAt is a lone timeout, which a shared silence
+	// may withdraw.
+	timedOutAlone bool
+	lastProbe     time.Time
+}
+
+// handOut records that an attempt goes to the host at now.
+func (m *hostHealth) handOut(now time.Time, lim healthLimits) {
+	if m.pendingSince.IsZero() {
+		m.pendingSince = now
+	}
+	// Forget hand-outs older than callTO: they were never sent.
+	i := 0
+	for i < len(m.outstanding) && now.Sub(m.outstanding[i]) > lim.callTO {
+		i++
+	}
+	if len(m.outstanding)-i >= maxOutstanding {
+		i++
+	}
+	m.outstanding = append(m.outstanding[:0], m.outstanding[i:]...)
+	m.outstanding = append(m.outstanding, now)
+}
+
+// probed records that a probe was handed out at now.
+func (m *hostHealth) probed(now time.Time) { m.lastProbe = now }
+
+// ended removes the hand-out of an attempt that started at start: the
+// latest hand-out at or before it.
+func (m *hostHealth) ended(start time.Time) {
+	for i := len(m.outstanding) - 1; i >= 0; i-- {
+		if !m.outstanding[i].After(start) {
+			m.outstanding = slices.Delete(m.outstanding, i, i+1)
+			return
+		}
+	}
+}
+
+// replied records an answer that ended an attempt at end.
+func (m *hostHealth) replied(end time.Time) {
+	m.lastReply, m.pendingSince, m.timedOutAt, m.timedOutAlone = end, time.Time{}, time.Time{}, false
+	m.outstanding = m.outstanding[:0]
+}
+
+// unanswered records an attempt, from start to end, that got no answer
+// (cancelled, a broken connection, a timeout).
+func (m *hostHealth) unanswered(start, end time.Time) {
+	m.ended(start)
+	m.noReplyAt = end
+}
+
+// withdraw drops a lone timeout's suspicion.
+func (m *hostHealth) withdraw() { m.timedOutAt, m.timedOutAlone = time.Time{}, false }
+
+// silentFor is how long the host has been seen silent at now, the longest of
+//   - since its oldest unanswered hand-out, up to now while that hand-out
+//     may still be in flight (callTO bounds every attempt), else up to the
+//     last attempt that ended unanswered: a host whose attempts are all
+//     overtaken (cancelled when a hedge wins) stays silent;
+//   - the age of its oldest attempt still outstanding (handed out, no end
+//     observed, not older than callTO): each outstanding attempt is judged
+//     by its own age, however old a forgotten hand-out before it.
+func (m *hostHealth) silentFor(now time.Time, lim healthLimits) time.Duration {
+	var d time.Duration
+	switch {
+	case m.pendingSince.IsZero():
+	case now.Sub(m.pendingSince) <= lim.callTO:
+		d = now.Sub(m.pendingSince)
+	case m.noReplyAt.After(m.pendingSince):
+		d = m.noReplyAt.Sub(m.pendingSince)
+	}
+	for _, t := range m.outstanding {
+		if now.Sub(t) <= lim.callTO {
+			d = max(d, now.Sub(t))
+			break
+		}
+	}
+	return d
+}
+
+// verdict is the host's state at now against threshold, and how long it
+// has been silent.
+func (m *hostHealth) verdict(now time.Time, lim healthLimits, threshold time.Duration) (suspicion, time.Duration) {
+	silent := m.silentFor(now, lim)
+	switch {
+	case !m.timedOutAt.IsZero() && m.timedOutAlone:
+		return suspectLoneTimeout, silent
+	case !m.timedOutAt.IsZero():
+		return suspectTimeout, silent
+	case silent > threshold:
+		return suspectSilent, silent
+	}
+	return notSuspected, silent
+}
+
+// healthBook is every host's hostHealth, by host key, and the facts the
+// rules compare a host against. Hosts are suspected when
+//   - they have been silent (hostHealth.silentFor) longer than the
+//     threshold, max(SuspectFloor, SuspectFactor x the p99 of recent
+//     healthy replies); or
+//   - an attempt to them got no answer within its attempt timeout (see
+//     timedOut).
 //
-// A reply from a host (a result, or an error the server sent) re-admits it.
+// healthBook is not safe for concurrent use.
+type healthBook struct {
+	lim       healthLimits
+	hosts     map[string]*hostHealth
+	lastReply time.Time // the last reply from any host
+	lat       latencyWindow
+}
+
+func newHealthBook(lim healthLimits) healthBook {
+	return healthBook{lim: lim, hosts: map[string]*hostHealth{}}
+}
+
+// host returns the machine of key, created on first use.
+func (b *healthBook) host(key string) *hostHealth {
+	m := b.hosts[key]
+	if m == nil {
+		m = &hostHealth{}
+		b.hosts[key] = m
+	}
+	return m
+}
+
+// handOut records that an attempt goes to key at now.
+func (b *healthBook) handOut(key string, now time.Time) { b.host(key).handOut(now, b.lim) }
+
+// probed records that a probe goes to key at now.
+func (b *healthBook) probed(key string, now time.Time) { b.host(key).probed(now) }
+
+// replied records an answer from key to an attempt from start to end;
+// healthy (a result, not a server error) adds its latency to the window.
+func (b *healthBook) replied(key string, start, end time.Time, healthy bool) {
+	if healthy {
+		b.lat.add(end, end.Sub(start))
+	}
+	b.host(key).replied(end)
+	if end.After(b.lastReply) {
+		b.lastReply = end
+	}
+}
+
+// unanswered records an attempt to key that ended at end with no answer
+// and no timeout (cancelled, a broken connection).
+func (b *healthBook) unanswered(key string, start, end time.Time) {
+	b.host(key).unanswered(start, end)
+}
+
+// timedOut records that an attempt to key, in flight from start to end,
+// got no answer within its attempt timeout, and returns the keys of the
+// hosts whose lone timeouts it withdraws.
+//
+// Its window is the attempt, or the last attempt timeout before end if the
+// attempt was shorter.
+//   - Another host replied in the window (and after key's last reply): the
+//     silence is key's, which is suspected.
+//   - No host replied, and no other host timed out in the window either:
+//     key's is a lone timeout, which suspects it (a session that only
+//     renews a lease has nothing to compare with, and a slow Paxos round
+//     elsewhere must not raise the threshold above the attempt timeout it
+//     is measured against).
+//   - No host replied and other hosts timed out in the window too: a shared
+//     silence, the client's or the network's. It suspects nobody, and it
+//     withdraws the lone timeouts of those hosts that came at the same time
+//     as this one (at most SuspectFloor before end). A lone timeout that
+//     came earlier stands: its host was suspected first, and this timeout
+//     is explained by that host's silence (this host, a coordinator, waited
+//     for it as a replica); this host replied to other statements before
+//     and will again, while the earlier host stays suspected until it
+//     replies. A stalled client's timers fire together when it resumes,
+//     so its shared silence still withdraws them all; a network that goes
+//     silent for the client leaves the first host to time out suspected
+//     until it replies (a probe, or a plan that reaches it).
+func (b *healthBook) timedOut(key string, start, end time.Time) []string {
+	m := b.host(key)
+	m.unanswered(start, end)
+	m.lastTimeout = end
+	since := end.Add(-b.lim.attemptTO)
+	if start.Before(since) {
+		since = start
+	}
+	if b.lastReply.After(since) && b.lastReply.After(m.lastReply) {
+		m.timedOutAt, m.timedOutAlone = end, false
+		return nil
+	}
+	shared, withdrawn := false, []string(nil)
+	for k, o := range b.hosts {
+		if o == m || !o.lastTimeout.After(since) || !o.lastReply.Before(o.lastTimeout) {
+			continue
+		}
+		shared = true
+		if o.timedOutAlone && !o.timedOutAt.Before(end.Add(-b.lim.floor)) {
+			o.withdraw()
+			withdrawn = append(withdrawn, k)
+		}
+	}
+	if !shared {
+		m.timedOutAt, m.timedOutAlone = end, true
+	}
+	return withdrawn
+}
+
+// threshold is how long a host may be silent before it is suspected.
+func (b *healthBook) threshold(now time.Time) time.Duration {
+	p99 := b.lat.p99(now)
+	return max(b.lim.floor, time.Duration(float64(p99)*b.lim.factor))
+}
+
+// verdict is key's state at now, how long it has been silent, and the
+// threshold it was judged against.
+func (b *healthBook) verdict(key string, now time.Time) (suspicion, time.Duration, time.Duration) {
+	th := b.threshold(now)
+	m := b.hosts[key]
+	if m == nil {
+		return notSuspected, 0, th
+	}
+	s, silent := m.verdict(now, b.lim, th)
+	return s, silent, th
+}
+
+// health drives the session's healthBook from gocql's host choices and
+// attempt ends (healthPolicy, healthObserver), and serves the hedging
+// policy.
+//
 // Suspected hosts go last in every query plan, conditional statements and
 // SERIAL reads included. So that a host that answers again is re-admitted,
 // an idempotent (hedged) query sends a suspected host a probe, first in its
@@ -39,47 +319,36 @@ import (
 // still silent costs that query one hedge delay. Connection pools are left
 // to gocql: nothing here drops a host.
 //
+// A host's becoming suspected is logged and counted when a query plan
+// finds it so; a reply that re-admits it is logged when observed. Stats
+// only reads.
+//
 // health owns no goroutine; every method is safe for concurrent use.
 type health struct {
 	now           func() time.Time
-	floor         time.Duration
-	factor        float64
 	probeInterval time.Duration
 	attemptTO     time.Duration
-	// callTO bounds every attempt (Timeout): a hand-out with neither a
-	// reply nor a timeout observed within it was never sent (gocql asked
-	// for a host it then did not use) and no longer counts as outstanding.
-	callTO     time.Duration
-	hedgeDelay time.Duration // fixed hedge delay; 0: adaptive
-	log        *slog.Logger
+	hedgeDelay    time.Duration // fixed hedge delay; 0: adaptive
+	log           *slog.Logger
 	// isUp reports whether gocql will send an attempt handed out to a host:
 	// it skips a host it sees down without an attempt, hence without the
-	// observation that would end the hand-out's pending state.
+	// observation that would end the hand-out.
 	isUp func(*gocql.HostInfo) bool
 
 	mu struct {
 		sync.Mutex
-		hosts     map[string]*hostState
-		lastReply time.Time // the last reply from any host
-		lat       latencyWindow
-		stats     HealthStats
+		book  healthBook
+		hosts map[string]*hostEntry
+		stats HealthStats
 	}
 }
 
-// hostState is what health knows of one host.
-type hostState struct {
-	info         *gocql.HostInfo // the latest seen
-	pendingSince time.Time       // the oldest attempt handed out since the last reply; zero: none
-	lastReply    time.Time
-	timedOutAt   time.Time // an attempt timeout that suspects the host; zero: none since the last reply
-	// timedOutAlone: timedOutAt is a lone timeout, no other host's reply
-	// in its window to compare with; a timeout of another host in that
-	// window withdraws it (a shared silence).
-	timedOutAlone bool
-	lastTimeout   time.Time // the end of the last attempt that timed out with no answer
-	lastProbe     time.Time
-	noReplyAt     time.Time // the end of the last attempt observed without a reply
-	suspected     bool      // as last evaluated, for the transition logs
+// hostEntry is what the driver keeps of a host besides its machine.
+type hostEntry struct {
+	info *gocql.HostInfo // the latest seen
+	// reported: the host's suspicion as last logged, for the transition
+	// logs and the Suspicions counter.
+	reported bool
 }
 
 // HealthStats counts what the health-aware host choice did. Counters are
@@ -97,7 +366,8 @@ type HealthStats struct {
 	// Probes are attempts sent to a suspected host to learn whether it
 	// answers again.
 	Probes uint64
-	// Suspicions counts the times a host became suspected.
+	// Suspicions counts the times a query plan found a host newly
+	// suspected.
 	Suspicions uint64
 	// Suspected lists the hosts suspected now.
 	Suspected []string
@@ -108,16 +378,14 @@ type HealthStats struct {
 func newHealth(o *Options, now func() time.Time) *health {
 	h := &health{
 		now:           now,
-		floor:         o.SuspectFloor,
-		factor:        o.SuspectFactor,
 		probeInterval: o.ProbeInterval,
 		attemptTO:     o.AttemptTimeout,
-		callTO:        o.Timeout,
 		hedgeDelay:    o.HedgeDelay,
 		log:           o.Logger,
 		isUp:          (*gocql.HostInfo).IsUp,
 	}
-	h.mu.hosts = map[string]*hostState{}
+	h.mu.book = newHealthBook(healthLimits{floor: o.SuspectFloor, factor: o.SuspectFactor, attemptTO: o.AttemptTimeout, callTO: o.Timeout})
+	h.mu.hosts = map[string]*hostEntry{}
 	return h
 }
 
@@ -133,61 +401,31 @@ func hostKey(hi *gocql.HostInfo) string {
 	return net.JoinHostPort(hi.ConnectAddress().String(), strconv.Itoa(hi.Port()))
 }
 
-func (h *health) stateLocked(hi *gocql.HostInfo) *hostState {
+// entryLocked returns the entry of hi, recording hi as its latest info.
+func (h *health) entryLocked(hi *gocql.HostInfo) (string, *hostEntry) {
 	k := hostKey(hi)
-	st := h.mu.hosts[k]
-	if st == nil {
-		st = &hostState{}
-		h.mu.hosts[k] = st
+	e := h.mu.hosts[k]
+	if e == nil {
+		e = &hostEntry{}
+		h.mu.hosts[k] = e
 	}
-	st.info = hi
-	return st
+	e.info = hi
+	return k, e
 }
 
-// thresholdLocked is how long an attempt may be outstanding, with no reply
-// from its host, before the host is suspected.
-func (h *health) thresholdLocked(now time.Time) time.Duration {
-	p99 := h.mu.lat.p99(now)
-	return max(h.floor, time.Duration(float64(p99)*h.factor))
-}
-
-// suspectedLocked evaluates st at now and logs a transition.
-func (h *health) suspectedLocked(st *hostState, now time.Time) bool {
-	var reason string
-	switch {
-	case !st.timedOutAt.IsZero() && st.timedOutAlone:
-		reason = "an attempt timed out, no other host timing out with it"
-	case !st.timedOutAt.IsZero():
-		reason = "an attempt timed out while other hosts answered"
-	case h.silentForLocked(st, now) > h.thresholdLocked(now):
-		reason = "an attempt is outstanding with no reply since"
-	}
-	s := reason != ""
-	if s && !st.suspected {
+// noteLocked evaluates the host of k at now, logs and counts a new
+// suspicion, and reports whether the host is suspected.
+func (h *health) noteLocked(k string, e *hostEntry, now time.Time) bool {
+	s, silent, th := h.mu.book.verdict(k, now)
+	suspected := s != notSuspected
+	if suspected && !e.reported {
 		h.mu.stats.Suspicions++
 		h.log.Warn("cql: host suspected: it goes last in every query plan until it replies",
-			"host", st.info.ConnectAddress().String(), "reason", reason,
-			"silent_for", h.silentForLocked(st, now).Round(time.Millisecond), "threshold", h.thresholdLocked(now))
+			"host", e.info.ConnectAddress().String(), "reason", s.String(),
+			"silent_for", silent.Round(time.Millisecond), "threshold", th)
 	}
-	st.suspected = s
-	return s
-}
-
-// silentForLocked is how long st has been seen silent: since its oldest
-// unanswered hand-out, up to now while an attempt may still be in flight
-// (Timeout bounds every attempt), else up to the last attempt that ended
-// unanswered. A hand-out gocql never sent, or one cancelled at once with
-// nothing handed out since, stops counting after Timeout.
-func (h *health) silentForLocked(st *hostState, now time.Time) time.Duration {
-	switch {
-	case st.pendingSince.IsZero():
-		return 0
-	case now.Sub(st.pendingSince) <= h.callTO:
-		return now.Sub(st.pendingSince)
-	case st.noReplyAt.After(st.pendingSince):
-		return st.noReplyAt.Sub(st.pendingSince)
-	}
-	return 0
+	e.reported = suspected
+	return suspected
 }
 
 // handOut records that an attempt of the statement tracked by tr goes to hi.
@@ -196,14 +434,15 @@ func (h *health) handOut(hi *gocql.HostInfo, tr *callTrack, probe bool) {
 		return
 	}
 	now := h.now()
+	up := h.isUp(hi)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	st := h.stateLocked(hi)
-	if st.pendingSince.IsZero() && h.isUp(hi) {
-		st.pendingSince = now
+	k, _ := h.entryLocked(hi)
+	if up {
+		h.mu.book.handOut(k, now)
 	}
 	if probe {
-		st.lastProbe = now
+		h.mu.book.probed(k, now)
 		h.mu.stats.Probes++
 	}
 	if tr != nil {
@@ -227,66 +466,31 @@ func (h *health) observe(ctx context.Context, hi *gocql.HostInfo, start, end tim
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.mu.stats.Attempts++
-	st := h.stateLocked(hi)
-	if !replied(err) {
-		st.noReplyAt = end
-	}
+	k, e := h.entryLocked(hi)
 	switch {
 	case replied(err):
-		if err == nil {
-			h.mu.lat.add(end, end.Sub(start))
-		}
-		if st.suspected {
+		prev := h.mu.book.host(k).lastReply
+		h.mu.book.replied(k, start, end, err == nil)
+		if e.reported {
 			silent := "no reply before"
-			if !st.lastReply.IsZero() {
-				silent = end.Sub(st.lastReply).Round(time.Millisecond).String()
+			if !prev.IsZero() {
+				silent = end.Sub(prev).Round(time.Millisecond).String()
 			}
 			h.log.Info("cql: host re-admitted: it replied", "host", hi.ConnectAddress().String(), "silent_for", silent)
-		}
-		st.lastReply, st.pendingSince, st.timedOutAt, st.timedOutAlone, st.suspected = end, time.Time{}, time.Time{}, false, false
-		if end.After(h.mu.lastReply) {
-			h.mu.lastReply = end
+			e.reported = false
 		}
 	case errors.Is(err, gocql.ErrTimeoutNoResponse):
-		h.timedOutLocked(st, start, end)
-	}
-}
-
-// timedOutLocked records that an attempt to st, in flight from start to
-// end, timed out with no answer.
-func (h *health) timedOutLocked(st *hostState, start, end time.Time) {
-	st.lastTimeout = end
-	// A peer that replied in this attempt's window (or within the last
-	// attempt timeout) makes the silence this host's.
-	since := end.Add(-h.attemptTO)
-	if start.Before(since) {
-		since = start
-	}
-	if h.mu.lastReply.After(since) && h.mu.lastReply.After(st.lastReply) {
-		st.timedOutAt, st.timedOutAlone = end, false
-		return
-	}
-	// No peer replied. Peers that timed out in this window too make it a
-	// shared silence, the client's or the network's: it suspects nobody,
-	// and withdraws the lone timeouts it is made of.
-	shared, withdrawn := false, []string(nil)
-	for _, o := range h.mu.hosts {
-		if o != st && o.lastTimeout.After(since) && o.lastReply.Before(o.lastTimeout) {
-			shared = true
-			if o.timedOutAlone {
-				o.timedOutAt, o.timedOutAlone = time.Time{}, false
-				withdrawn = append(withdrawn, o.info.ConnectAddress().String())
+		if withdrawn := h.mu.book.timedOut(k, start, end); len(withdrawn) > 0 { // once per shared silence
+			addrs := make([]string, 0, len(withdrawn))
+			for _, w := range withdrawn {
+				addrs = append(addrs, h.mu.hosts[w].info.ConnectAddress().String())
 			}
+			slices.Sort(addrs)
+			h.log.Warn("cql: attempts to several hosts timed out with no reply from any (the client or the network is silent): their timeouts suspect none of them",
+				"host", hi.ConnectAddress().String(), "withdrawn", addrs)
 		}
-	}
-	if !shared {
-		st.timedOutAt, st.timedOutAlone = end, true
-		return
-	}
-	if len(withdrawn) > 0 { // once per shared silence, not per timeout
-		slices.Sort(withdrawn)
-		h.log.Warn("cql: attempts to several hosts timed out with no reply from any (the client or the network is silent): their timeouts suspect none of them",
-			"host", st.info.ConnectAddress().String(), "withdrawn", withdrawn)
+	default:
+		h.mu.book.unanswered(k, start, end)
 	}
 }
 
@@ -297,8 +501,18 @@ func replied(err error) bool {
 	return err == nil || errors.Is(err, gocql.ErrNotFound) || errors.As(err, &re)
 }
 
-// order returns the plan of next with suspected hosts moved to its end, and
-// a probe first where one is due (idempotent statements only).
+// order returns the plan of next reordered by health (see healthPlan).
+func (h *health) order(next gocql.NextHost, idempotent bool, tr *callTrack) gocql.NextHost {
+	p := &healthPlan{h: h, inner: next, idempotent: idempotent, tr: tr}
+	if idempotent {
+		p.probe = h.dueProbe()
+	}
+	return p.next
+}
+
+// healthPlan is one statement's query plan: its inner plan with suspected
+// hosts moved to the end, and a probe first where one is due (idempotent
+// statements only).
 //
 // gocql returns the first execution of a hedged statement that ends, even
 // with an error, and a speculative execution that finds the plan exhausted
@@ -306,66 +520,73 @@ func replied(err error) bool {
 // statement does not end with its last host: it hands its hosts out again,
 // in the same order, up to twice each (the retry policy and the call's
 // deadline bound the attempts).
-func (h *health) order(next gocql.NextHost, idempotent bool, tr *callTrack) gocql.NextHost {
-	var (
-		deferred []gocql.SelectedHost
-		probe    gocql.SelectedHost
-		done     bool
-		handed   []gocql.SelectedHost
-		repeats  int
-		probed   string
-	)
-	if idempotent {
-		probe = h.dueProbe()
-	}
-	give := func(sh gocql.SelectedHost, probe bool) gocql.SelectedHost {
-		handed = append(handed, sh)
-		h.handOut(sh.Info(), tr, probe)
-		return sh
-	}
-	return func() gocql.SelectedHost {
-		if probe != nil {
-			p := probe
-			probe, probed = nil, hostKey(p.Info())
-			return give(p, true)
-		}
-		for !done {
-			sh := next()
-			if sh == nil {
-				done = true
-				break
-			}
-			hi := sh.Info()
-			if hi == nil || probed != "" && hostKey(hi) == probed {
-				continue // the probe, handed out first
-			}
-			if h.suspected(hi) {
-				deferred = append(deferred, sh)
-				continue
-			}
-			return give(sh, false)
-		}
-		if len(deferred) > 0 {
-			sh := deferred[0]
-			deferred = deferred[1:]
-			return give(sh, false)
-		}
-		if !idempotent || len(handed) == 0 || repeats >= 2*len(handed) {
-			return nil
-		}
-		sh := handed[repeats%len(handed)]
-		repeats++
-		h.handOut(sh.Info(), tr, false)
-		return sh
-	}
+//
+// A plan is used by one statement; gocql calls next from the goroutines of
+// the statement's executions one at a time.
+type healthPlan struct {
+	h          *health
+	inner      gocql.NextHost
+	idempotent bool
+	tr         *callTrack
+	probe      gocql.SelectedHost // handed out first; nil once handed out
+	probed     string             // the probe's host key, skipped in inner
+	innerDone  bool
+	deferred   []gocql.SelectedHost // suspected hosts of inner, in its order
+	handed     []gocql.SelectedHost
+	repeats    int
 }
 
-// suspected reports whether hi is suspected now.
+func (p *healthPlan) give(sh gocql.SelectedHost, probe bool) gocql.SelectedHost {
+	p.handed = append(p.handed, sh)
+	p.h.handOut(sh.Info(), p.tr, probe)
+	return sh
+}
+
+// next is the plan's gocql.NextHost.
+func (p *healthPlan) next() gocql.SelectedHost {
+	if p.probe != nil {
+		sh := p.probe
+		p.probe, p.probed = nil, hostKey(sh.Info())
+		return p.give(sh, true)
+	}
+	for !p.innerDone {
+		sh := p.inner()
+		if sh == nil {
+			p.innerDone = true
+			break
+		}
+		hi := sh.Info()
+		if hi == nil || p.probed != "" && hostKey(hi) == p.probed {
+			continue // the probe, handed out first
+		}
+		if p.h.suspected(hi) {
+			p.deferred = append(p.deferred, sh)
+			continue
+		}
+		return p.give(sh, false)
+	}
+	if len(p.deferred) > 0 {
+		sh := p.deferred[0]
+		p.deferred = p.deferred[1:]
+		return p.give(sh, false)
+	}
+	if !p.idempotent || len(p.handed) == 0 || p.repeats >= 2*len(p.handed) {
+		return nil
+	}
+	sh := p.handed[p.repeats%len(p.handed)]
+	p.repeats++
+	p.h.handOut(sh.Info(), p.tr, false)
+	return sh
+}
+
+// suspected reports whether hi is suspected now, logging and counting a
+// new suspicion.
 func (h *health) suspected(hi *gocql.HostInfo) bool {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.suspectedLocked(h.stateLocked(hi), now)
+	k, e := h.entryLocked(hi)
+	return h.noteLocked(k, e, now)
 }
 
 // dueProbe returns a suspected, up host whose last probe is at least
@@ -374,10 +595,10 @@ func (h *health) dueProbe() gocql.SelectedHost {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, st := range h.mu.hosts {
-		if st.info.IsUp() && now.Sub(st.lastProbe) >= h.probeInterval && h.suspectedLocked(st, now) {
-			st.lastProbe = now // one probe per interval, even if this plan never hands it out
-			return probeHost{st.info}
+	for k, e := range h.mu.hosts {
+		if e.info.IsUp() && now.Sub(h.mu.book.host(k).lastProbe) >= h.probeInterval && h.noteLocked(k, e, now) {
+			h.mu.book.probed(k, now) // one probe per interval, even if this plan never hands it out
+			return probeHost{e.info}
 		}
 	}
 	return nil
@@ -400,25 +621,26 @@ func (h *health) hedgeAfter() time.Duration {
 	}
 	now := h.now()
 	h.mu.Lock()
-	p99 := h.mu.lat.p99(now)
+	p99 := h.mu.book.lat.p99(now)
 	h.mu.Unlock()
 	return min(max(p99, time.Millisecond), h.attemptTO/2)
 }
 
-// Stats returns a snapshot of the counters and the hosts suspected now.
+// Stats returns a snapshot of the counters and the hosts suspected now. It
+// logs nothing and counts nothing.
 func (h *health) Stats() HealthStats {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.mu.stats
 	s.Suspected = nil
-	for _, st := range h.mu.hosts {
-		if h.suspectedLocked(st, now) {
-			s.Suspected = append(s.Suspected, st.info.ConnectAddress().String())
+	for k, e := range h.mu.hosts {
+		if v, _, _ := h.mu.book.verdict(k, now); v != notSuspected {
+			s.Suspected = append(s.Suspected, e.info.ConnectAddress().String())
 		}
 	}
 	slices.Sort(s.Suspected)
-	s.HealthyP99 = h.mu.lat.p99(now)
+	s.HealthyP99 = h.mu.book.lat.p99(now)
 	return s
 }
 
@@ -469,15 +691,25 @@ func (p healthPolicy) Pick(q gocql.ExecutableQuery) gocql.NextHost {
 	return p.h.order(next, q.IsIdempotent(), trackFrom(q.Context()))
 }
 
-// healthObserver feeds every attempt's end to health.
+// healthObserver feeds every attempt's end to health. gocql times
+// attempts by the system clock and health reads Options.Now: the observer
+// moves an attempt's start and end onto health's clock, so that they
+// compare with its hand-outs.
 type healthObserver struct{ h *health }
 
 func (o healthObserver) ObserveQuery(ctx context.Context, q gocql.ObservedQuery) {
-	o.h.observe(ctx, q.Host, q.Start, q.End, q.Err)
+	start, end := o.onHealthClock(q.Start, q.End)
+	o.h.observe(ctx, q.Host, start, end, q.Err)
 }
 
 func (o healthObserver) ObserveBatch(ctx context.Context, b gocql.ObservedBatch) {
-	o.h.observe(ctx, b.Host, b.Start, b.End, b.Err)
+	start, end := o.onHealthClock(b.Start, b.End)
+	o.h.observe(ctx, b.Host, start, end, b.Err)
+}
+
+func (o healthObserver) onHealthClock(start, end time.Time) (time.Time, time.Time) {
+	skew := o.h.now().Sub(time.Now())
+	return start.Add(skew), end.Add(skew)
 }
 
 // hedging is the speculative execution policy of idempotent statements:

@@ -1,10 +1,12 @@
 package cql
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -337,7 +339,7 @@ func TestHealthAHandOutNeverSentExpires(t *testing.T) {
 	require.Equal(t, f.a, f.first(false), "A is handed out and never sent")
 	f.clk.advance(4 * time.Second)
 	f.warm(1, 2*time.Millisecond)
-	assert.Equal(t, f.b, f.plan(false)[0], "4 s: within Timeout, A may still be outstanding")
+	assert.Equal(t, f.b, f.first(false), "4 s: within Timeout, A may still be outstanding (A is not handed out again)")
 	f.warm(1, 2*time.Millisecond)
 	f.clk.advance(2 * time.Second)
 	f.warm(1, 2*time.Millisecond)
@@ -408,8 +410,193 @@ func TestHealthAHostWhoseAttemptsAreAllOvertakenStaysSuspected(t *testing.T) {
 		require.NotNil(t, first)
 		f.clk.advance(7 * time.Millisecond)
 		f.h.observe(context.Background(), f.a, f.clk.now().Add(-7*time.Millisecond), f.clk.now(), context.Canceled)
-		f.reply(f.b, 2*time.Millisecond)
+		f.warm(1, 2*time.Millisecond) // B wins; C, handed out before A, answers too
 		f.clk.advance(93 * time.Millisecond)
 	}
 	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "8 s of attempts without a reply")
+}
+
+// The state machines alone: events in, verdict out, no gocql session, no
+// lock, no logger.
+
+var testLimits = healthLimits{floor: 100 * time.Millisecond, factor: 10, attemptTO: time.Second, callTO: 5 * time.Second}
+
+func TestHostHealthVerdicts(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ms := time.Millisecond
+	tests := []struct {
+		name    string
+		events  func(m *hostHealth)
+		now     time.Duration
+		wstate  suspicion
+		wsilent time.Duration
+	}{
+		{"no events", func(*hostHealth) {}, time.Second, notSuspected, 0},
+		{"outstanding under the threshold", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 90 * ms, notSuspected, 90 * ms},
+		{"outstanding past the threshold", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 110 * ms, suspectSilent, 110 * ms},
+		{"a reply clears it", func(m *hostHealth) { m.handOut(at(0), testLimits); m.replied(at(50 * ms)) }, time.Second, notSuspected, 0},
+		{"a hand-out expires after callTO", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 6 * time.Second, notSuspected, 0},
+		{"an unanswered end keeps the silence past callTO", func(m *hostHealth) {
+			m.handOut(at(0), testLimits)
+			m.unanswered(at(0), at(3*time.Second))
+		}, 6 * time.Second, suspectSilent, 3 * time.Second},
+		{"a timeout verdict outlasts callTO", func(m *hostHealth) {
+			m.handOut(at(0), testLimits)
+			m.unanswered(at(0), at(time.Second))
+			m.timedOutAt, m.timedOutAlone = at(time.Second), true
+		}, time.Minute, suspectLoneTimeout, time.Second},
+		{"withdrawn", func(m *hostHealth) {
+			m.timedOutAt, m.timedOutAlone = at(time.Second), true
+			m.withdraw()
+		}, 2 * time.Second, notSuspected, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m hostHealth
+			tt.events(&m)
+			state, silent := m.verdict(at(tt.now), testLimits, 100*ms)
+			assert.Equal(t, tt.wstate, state, state.String())
+			assert.Equal(t, tt.wsilent, silent)
+		})
+	}
+}
+
+func TestHealthBookTimeoutRules(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	state := func(b *healthBook, k string, now time.Time) suspicion {
+		s, _, _ := b.verdict(k, now)
+		return s
+	}
+
+	// Another host replied in the window: the silence is A's.
+	b := newHealthBook(testLimits)
+	b.replied("b", at(400*time.Millisecond), at(500*time.Millisecond), true)
+	b.timedOut("a", at(0), at(time.Second))
+	assert.Equal(t, suspectTimeout, state(&b, "a", at(time.Second)))
+
+	// Nothing to compare with: a lone timeout.
+	b = newHealthBook(testLimits)
+	assert.Empty(t, b.timedOut("a", at(0), at(time.Second)))
+	assert.Equal(t, suspectLoneTimeout, state(&b, "a", at(time.Second)))
+
+	// Several hosts time out together, nobody replies: a shared silence
+	// withdraws the lone timeout and suspects nobody.
+	assert.Equal(t, []string{"a"}, b.timedOut("b", at(0), at(time.Second)))
+	assert.Empty(t, b.timedOut("c", at(0), at(time.Second)))
+	for _, k := range []string{"a", "b", "c"} {
+		assert.Equal(t, notSuspected, state(&b, k, at(time.Second)), k)
+	}
+
+	// A timeout that follows a lone one by more than the floor is explained
+	// by it: the earlier host stays suspected, the later one is not.
+	b = newHealthBook(testLimits)
+	b.timedOut("a", at(0), at(time.Second))
+	assert.Empty(t, b.timedOut("b", at(800*time.Millisecond), at(1150*time.Millisecond)))
+	assert.Equal(t, suspectLoneTimeout, state(&b, "a", at(1150*time.Millisecond)))
+	assert.Equal(t, notSuspected, state(&b, "b", at(1150*time.Millisecond)))
+	// Within the floor it is the same silence.
+	b = newHealthBook(testLimits)
+	b.timedOut("a", at(0), at(time.Second))
+	assert.Equal(t, []string{"a"}, b.timedOut("b", at(800*time.Millisecond), at(1050*time.Millisecond)))
+
+	// A reply re-admits a suspected host.
+	b = newHealthBook(testLimits)
+	b.timedOut("a", at(0), at(time.Second))
+	b.replied("a", at(2*time.Second), at(2*time.Second), false)
+	assert.Equal(t, notSuspected, state(&b, "a", at(2*time.Second)))
+}
+
+func TestHealthStatsNeitherLogsNorCounts(t *testing.T) {
+	var logs bytes.Buffer
+	f := newHealthFixture(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false))
+	f.clk.advance(200 * time.Millisecond)
+
+	st := f.h.Stats()
+	assert.Equal(t, []string{"127.0.0.1"}, st.Suspected, "a scrape sees the suspicion")
+	assert.Zero(t, st.Suspicions)
+	assert.Empty(t, logs.String(), "a scrape logs nothing")
+
+	assert.Equal(t, f.b, f.plan(false)[0])
+	assert.EqualValues(t, 1, f.h.Stats().Suspicions, "the plan that finds it counts it")
+	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"))
+	f.plan(false)
+	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"), "once per transition")
+}
+
+// TestHealthAnOutstandingAttemptIsJudgedByItsOwnAge: a hand-out gocql
+// never sent leaves the host's oldest hand-out behind; once it is older
+// than Timeout it no longer counts, but a later attempt, really
+// outstanding, must still suspect its host by its own age.
+func TestHealthAnOutstandingAttemptIsJudgedByItsOwnAge(t *testing.T) {
+	f := newHealthFixture(t, nil) // Timeout 5 s, threshold 100 ms
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false), "a hand-out gocql never sends")
+	f.clk.advance(6 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false), "6 s later: the old hand-out has expired; a real attempt to A starts")
+	f.clk.advance(2 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "A's attempt is outstanding 2 s, no reply from A")
+	assert.Equal(t, []string{"127.0.0.1"}, f.h.Stats().Suspected)
+
+	// Its end observed without a reply, the attempt no longer counts by
+	// its own age (the silence it ended stays measured).
+	g := newHealthFixture(t, nil)
+	g.warm(50, 2*time.Millisecond)
+	require.Equal(t, g.a, g.first(false))
+	g.clk.advance(10 * time.Millisecond)
+	g.h.observe(context.Background(), g.a, g.clk.now().Add(-10*time.Millisecond), g.clk.now(), context.Canceled)
+	g.clk.advance(6 * time.Second)
+	g.warm(1, 2*time.Millisecond)
+	assert.Equal(t, g.a, g.plan(false)[0], "an ended attempt is not outstanding")
+}
+
+// TestHealthATimeoutExplainedByASuspectedHostKeepsItsSuspicion: a lease
+// session's paused A is suspected by its lone renewal timeout; a read
+// coordinated by the healthy B, in flight then, times out half a second
+// later (B waited for A as a replica). No host replied in between, but B's
+// timeout follows A's suspicion: it is explained by A's silence and must
+// not withdraw it, or the next renewal waits 4 s on A again.
+func TestHealthATimeoutExplainedByASuspectedHostKeepsItsSuspicion(t *testing.T) {
+	f := newHealthFixture(t, nil) // Timeout 5 s, LWTAttemptTimeout 4 s, AttemptTimeout 1 s
+	for range 3 {                 // slow Paxos rounds: p99 1.4 s, threshold 14 s
+		f.reply(f.b, 1400*time.Millisecond)
+		f.clk.advance(3 * time.Second)
+		f.reply(f.c, 1400*time.Millisecond)
+		f.clk.advance(3 * time.Second)
+	}
+	t0 := f.clk.now()
+	require.Equal(t, f.a, f.first(false), "the renewal goes to A")
+	f.clk.advance(4 * time.Second)
+	f.h.observe(context.Background(), f.a, t0, f.clk.now(), gocql.ErrTimeoutNoResponse)
+	require.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "A's lone timeout suspects it")
+
+	f.clk.advance(500 * time.Millisecond)
+	f.h.observe(context.Background(), f.b, t0.Add(3500*time.Millisecond), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "B's later timeout leaves A suspected")
+	assert.Equal(t, []string{"127.0.0.1"}, f.h.Stats().Suspected, "and does not suspect B")
+
+	f.clk.advance(2 * time.Second)
+	assert.Equal(t, f.b, f.first(false), "the next renewal avoids A")
+}
+
+// TestHealthObserverUsesTheStoreClock: with Options.Now skewed, an attempt
+// gocql times by the system clock still ends the hand-out it belongs to.
+func TestHealthObserverUsesTheStoreClock(t *testing.T) {
+	skewed := func() time.Time { return time.Now().Add(time.Hour) }
+	o := Options{Hosts: []string{"x"}, Keyspace: "ks", Logger: slog.New(slog.DiscardHandler), Now: skewed}
+	o.EnsureDefaults()
+	h := newHealth(&o, o.Now)
+	a := newFakeHost(1)
+	next := h.order(func() gocql.SelectedHost { return fakeHost{a} }, false, nil)
+	require.Equal(t, a, next().Info())
+	start := time.Now()
+	healthObserver{h}.ObserveQuery(context.Background(), gocql.ObservedQuery{Host: a, Start: start, End: start.Add(time.Millisecond), Err: context.Canceled})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Empty(t, h.mu.book.host(hostKey(a)).outstanding, "the cancelled attempt is no longer outstanding")
 }

@@ -56,8 +56,8 @@ type Options struct {
 	// (hosts, consistency, timeouts, TLS, ...) stay as the caller built
 	// them, except that every query is given Consistency,
 	// SerialConsistency and a deadline. Close does not close it. Hosts,
-	// Username, Password, TLS, ConnectTimeout, NumConns and
-	// DisableInitialHostLookup must then be left zero.
+	// Username, Password, TLS, ConnectTimeout, NumConns,
+	// DisableInitialHostLookup and LocalDC must then be left zero.
 	Session *gocql.Session
 
 	// Consistency of reads and writes. Default LOCAL_QUORUM. ANY (the
@@ -66,6 +66,19 @@ type Options struct {
 	// SerialConsistency of lightweight transactions: gocql.Serial or
 	// gocql.LocalSerial (default).
 	SerialConsistency gocql.Consistency
+	// LocalDC is the client's data centre: coordinators are chosen there
+	// first (gocql's DCAwareRoundRobinPolicy inside its token-aware policy,
+	// health ordering applied on top), and only there when Consistency or
+	// SerialConsistency is LOCAL_*, so that every quorum is LocalDC's.
+	// Required when the cluster has several data centres and a consistency
+	// is LOCAL_QUORUM, LOCAL_ONE or LOCAL_SERIAL (the defaults): without it
+	// coordinators in different data centres form quorums that do not
+	// overlap. Open and Connect refuse such a configuration, and a LocalDC
+	// none of the cluster's hosts is in, with an error wrapping
+	// storage.ErrInvalidArgument, after connecting (they read the session's
+	// host metadata). Empty: any coordinator (token aware over round robin).
+	// A connection option: a caller's Session is the caller's to check.
+	LocalDC string
 
 	// Timeout bounds each call (each page of a Read), all its attempts
 	// included, unless the call's context has an earlier deadline. Default
@@ -90,7 +103,9 @@ type Options struct {
 	// attempts to it outstanding or unanswered for longer than
 	// max(SuspectFloor, SuspectFactor x the p99 of recent healthy replies)
 	// with no reply from it since. An attempt that times out suspects its
-	// host at once, unless other hosts timed out with it (see health).
+	// host at once, unless other hosts timed out with it (within
+	// SuspectFloor of each other, with no reply from any host: a shared
+	// silence; a later timeout leaves an earlier host suspected).
 	// Suspected hosts go last in every query plan until they reply.
 	// Defaults 100 ms and 10.
 	SuspectFloor  time.Duration
@@ -106,7 +121,7 @@ type Options struct {
 	HedgeDelay time.Duration
 	NoHedging  bool
 	// DisableHealth gives gocql's default host choice (token aware over
-	// round robin), one attempt per statement bounded by Timeout, gocql's
+	// round robin, or over DC-aware round robin with LocalDC), one attempt per statement bounded by Timeout, gocql's
 	// default retry policy and no hedging: the behaviour before
 	// health-aware host choice, for comparisons. With one replica paused or
 	// cut off, a third of all statements then wait out Timeout.
@@ -286,8 +301,8 @@ func (o *Options) connProblems() []error {
 		if o.ReconnectInterval < 0 {
 			bad("negative ReconnectInterval %v", o.ReconnectInterval)
 		}
-	} else if len(o.Hosts) > 0 || o.Username != "" || o.Password != "" || o.TLS != nil || o.ConnectTimeout != 0 || o.NumConns != 0 || o.ReconnectInterval != 0 || o.DisableInitialHostLookup {
-		bad("Session is set: connection options (Hosts, Username, Password, TLS, ConnectTimeout, NumConns, ReconnectInterval, DisableInitialHostLookup) belong to the caller's session")
+	} else if len(o.Hosts) > 0 || o.Username != "" || o.Password != "" || o.TLS != nil || o.ConnectTimeout != 0 || o.NumConns != 0 || o.ReconnectInterval != 0 || o.DisableInitialHostLookup || o.LocalDC != "" {
+		bad("Session is set: connection options (Hosts, Username, Password, TLS, ConnectTimeout, NumConns, ReconnectInterval, DisableInitialHostLookup, LocalDC) belong to the caller's session")
 	}
 	if o.Password != "" && o.Username == "" {
 		bad("Password without Username")

@@ -52,6 +52,7 @@ type clusterFlags struct {
 	tlsCA       string
 	tlsInsecure bool
 	consistency string
+	localDC     string
 	timeout     time.Duration
 	hostLookup  bool
 	attempts    attemptFlags
@@ -93,6 +94,7 @@ func (c *clusterFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&c.consistency, "consistency", "LOCAL_QUORUM", "consistency of reads and writes")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Second, "CQL connect and per-query timeout")
 	fs.BoolVar(&c.hostLookup, "host-lookup", false, "with one host, also connect to the addresses the nodes advertise (always on with several hosts)")
+	fs.StringVar(&c.localDC, "cql-local-dc", "", "the client's data centre: coordinators are chosen there (only there with LOCAL_* consistencies); required with LOCAL_* consistencies on a cluster of several data centres")
 	a := &c.attempts
 	fs.BoolVar(&a.health, "cql-health-policy", true, "health-aware host choice, per-attempt timeouts and hedging; false: gocql's default host choice and one attempt per query (for comparisons)")
 	fs.DurationVar(&a.attemptTimeout, "cql-attempt-timeout", 0, "one attempt of a read or plain write, inside --timeout (default 1s)")
@@ -231,6 +233,7 @@ func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
 		Password:                 c.passwordOrEnv(),
 		TLS:                      t,
 		DisableInitialHostLookup: len(hosts) == 1 && !c.hostLookup,
+		LocalDC:                  strings.TrimSpace(c.localDC),
 		Logger:                   log,
 	}
 	c.attempts.apply(&o)
