@@ -61,9 +61,18 @@ func (s nodes) highWater(ctx context.Context, node uint32) (ms int64, ok bool, e
 	return int64(binary.BigEndian.Uint64(v)), true, nil
 }
 
+// putHighWater records ms as node's high water. The row only ever grows:
+// the write's version is the millisecond itself (storage.Row.Version), so
+// a later holder's higher mark stays whatever order the writes arrive in
+// and whatever the holders' clocks, where client timestamps let an earlier
+// holder with a clock ahead shadow it.
 func (s nodes) putHighWater(ctx context.Context, node uint32, ms int64) error {
+	if ms <= 0 || uint64(ms) > storage.MaxVersion {
+		return fmt.Errorf("timeshard: high water %d of node %d: %w: outside 1..MaxVersion", ms, node, storage.ErrInvalidArgument)
+	}
 	v := binary.BigEndian.AppendUint64(nil, uint64(ms))
-	if err := s.st.Put(ctx, NodePKey(s.name, node), elections.CCols(rowHighWater), v); err != nil {
+	row := storage.Row{PKey: NodePKey(s.name, node), CCols: elections.CCols(rowHighWater), Value: v, Version: uint64(ms)}
+	if err := s.st.PutBatch(ctx, []storage.Row{row}); err != nil {
 		return fmt.Errorf("timeshard: writing the high water of node %d: %w", node, err)
 	}
 	return nil
