@@ -262,7 +262,7 @@ func TestConcurrentUnique(t *testing.T) {
 }
 
 // TestCloseWithoutHighWaterKeepsTheLease: issue 20 item 3. When Close
-// cannot record the high water (one failed Put), the node's lease must
+// cannot record the high water (one failed write), the node's lease must
 // stay until its TTL expires, as after a crash: on the old code Close
 // deleted it, and a next holder whose clock was 5 ms behind took node 0 at
 // once and issued an ID the first holder had already issued.
@@ -281,10 +281,10 @@ func TestCloseWithoutHighWaterKeepsTheLease(t *testing.T) {
 		require.NoError(t, err)
 		issued = append(issued, id)
 	}
-	require.NoError(t, fs.SetRules(faulty.Rule{Ops: []string{faulty.OpPut}, Action: faulty.Fail, Times: 1}))
+	require.NoError(t, fs.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail, Times: 1}))
 	err = g.Close()
 	require.ErrorIs(t, err, storage.ErrUnavailable, "Close reports the failed high-water write")
-	require.Equal(t, uint64(1), fs.InjectedOn(faulty.OpPut))
+	require.Equal(t, uint64(1), fs.InjectedOn(faulty.OpPutBatch))
 
 	clk.step(-5 * time.Millisecond) // the next holder's clock is behind
 	h := open(t, fs, clk, o)
