@@ -55,9 +55,14 @@ func TestCrashBBolt(t *testing.T) {
 		var out bytes.Buffer
 		bench.Stdout, bench.Stderr = &out, &out
 		require.NoError(t, bench.Start())
-		// Past the start (file open, actualization) most of the time, but
-		// sometimes during it.
-		time.Sleep(time.Duration(50+rng.IntN(1200)) * time.Millisecond)
+		// Once the store is open and the ack log exists (bench creates it
+		// before it opens the partitions): past their opening
+		// (takeover, actualization) most of the time, but sometimes during
+		// it. A kill before the store file exists would leave nothing to
+		// verify.
+		require.Eventually(t, func() bool { _, err := os.Stat(file + ".acks"); return err == nil }, time.Minute, time.Millisecond,
+			"bench created no ack log: %s", &out)
+		time.Sleep(time.Duration(rng.IntN(1200)) * time.Millisecond)
 		require.NoError(t, bench.Process.Kill())
 		err := bench.Wait()
 		require.Error(t, err, "bench ended before the kill: %s", out.String())
