@@ -391,14 +391,9 @@ func (s *Store) batch(qctx context.Context) *gocql.Batch {
 }
 
 // neverRetry is the retry policy of every conditional statement: the
-// driver never sends one again. gocql's default policy re-sends a
-// statement after a server write timeout (on the same host for statements
-// it knows are LWTs, on the next host otherwise; Cassandra does not flag
-// LWTs in its metadata), and a conditional write whose first attempt was
-// applied after all answers "not applied" the second time: a false
-// negative, seen on a replication factor 3 cluster as a race of
-// InsertIfNotExists with no winner. conditional resolves an unknown
-// outcome itself, by a SERIAL re-read.
+// driver never sends one again. A conditional write re-sent after its
+// first attempt was applied answers "not applied" (a false negative);
+// conditional settles an unknown outcome itself, by a SERIAL re-read.
 type neverRetry struct{}
 
 func (neverRetry) Attempt(gocql.RetryableQuery) bool { return false }

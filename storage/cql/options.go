@@ -19,9 +19,8 @@ const (
 	DefaultSerial         = gocql.LocalSerial
 	DefaultTimeout        = 5 * time.Second
 	DefaultConnectTimeout = 5 * time.Second
-	// DefaultReconnectInterval: gocql's own default is 60 s, so a node that
-	// was marked down (its pool's three reconnection tries, 1 s apart, all
-	// failed) came back into use up to a minute after it answered again.
+	// DefaultReconnectInterval: a node the session marked down is back in
+	// use at most this long after it answers again (gocql's default: 60 s).
 	DefaultReconnectInterval = 5 * time.Second
 	DefaultPageSize          = 1000
 	DefaultNumConns          = 2
@@ -92,11 +91,9 @@ type Options struct {
 	// LWTAttemptTimeout bounds the one attempt of a conditional statement
 	// (never retried: see package doc); the rest of Timeout is left for the
 	// SERIAL re-read that settles an unknown outcome (which gets at least
-	// AttemptTimeout). Default 4/5 of Timeout: an attempt declared unknown
-	// too early (a slow node, just restarted, still finishing the round)
-	// makes the writer's replay miss an event that lands after it, and a
-	// fenced partition then stops rather than overwrite it.
-	// Must be less than Timeout.
+	// AttemptTimeout). Default 4/5 of Timeout: an outcome declared unknown
+	// early costs the writer a replay (and may stop a fenced partition),
+	// never a wrong answer. Must be less than Timeout.
 	LWTAttemptTimeout time.Duration
 
 	// SuspectFloor and SuspectFactor set when a silent host is suspected:

@@ -155,12 +155,10 @@ func (t *statements) all() []string {
 
 // fetchRouting has gocql fetch the routing information (partition key
 // columns, LWT flag) of every statement now, while the cluster is known to
-// answer. gocql fetches it on a statement's first use otherwise, with a
+// answer: gocql fetches it on a statement's first use otherwise, with a
 // PREPARE sent to the first up host of its list whatever the host policy
-// says, and the statement waits for it: a renewal whose first use came while
-// that host was paused lost its whole 4 s attempt there before it was even
-// sent. A failure here is logged, not returned: the information is then
-// fetched on first use, as before.
+// says, and the statement waits for it. A failure here is logged, not
+// returned: the information is then fetched on first use.
 func (s *Store) fetchRouting(ctx context.Context) {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
@@ -331,10 +329,7 @@ func blob(b []byte) []byte {
 // owned returns a copy of b (never nil, as blob) that belongs to the call:
 // a speculative attempt of a hedged write may bind its values after the
 // call has returned (gocql returns the first execution that ends and lets
-// the others run on), and the caller may by then have reused its buffer
-// (plog's writer encodes every event into one). Without the copy a late
-// hedge wrote the next event's bytes under the previous event's key and
-// timestamp.
+// the others run on), when the caller may have reused its buffer.
 func owned(b []byte) []byte {
 	c := make([]byte, len(b))
 	copy(c, b)
