@@ -15,10 +15,15 @@
 // A conditional write whose outcome the server could not report (CAS write
 // timeout, or no answer on a sent request) is decided by a SERIAL re-read of
 // the rows it targets: it is reported as applied only when that read proves
-// it (every written row holds what the write put there and at least one of
-// them differs from what the conditions required before); otherwise the
-// call fails with an error wrapping storage.ErrUnknownOutcome. The proof
-// assumes that competing writers never write the very same value.
+// it (every row it writes holds its value and its own write ID, column w,
+// which no other call uses); otherwise the call fails with an error
+// wrapping storage.ErrUnknownOutcome. A competitor's write of the same value
+// is never taken for the call's own.
+//
+// An unconditional write of a versioned row (storage.Row.Version) is
+// written at timestamp 1<<62 + version, above every wall-clock timestamp:
+// versions, not client clocks, order an owner's writes against other
+// owners' (docs/design.md).
 package cql
 
 import (
