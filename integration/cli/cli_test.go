@@ -55,7 +55,7 @@ func TestMigrate(t *testing.T) {
 	require.Equal(t, 0, r.Code, r.Stderr)
 	assert.Contains(t, r.Stdout, "keyspace "+ks)
 	assert.Contains(t, r.Stdout, "("+itest.Engine()+")", "--engine auto finds the engine")
-	assert.Contains(t, r.Stdout, "applied versions [0 1 2]")
+	assert.Contains(t, r.Stdout, "applied versions [0 1 2 3]")
 
 	r = itest.RunCLI(t, args([]string{"migrate", "--keyspace", ks}, hostsFlag())...)
 	require.Equal(t, 0, r.Code, r.Stderr)
