@@ -65,7 +65,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	for _, want := range []string{`unknown phase "nope"`, `"trust9"`, "-fault-modes: none", "-fault-concurrency 0", "-gray-node 4", "-gray-pause 1s", "-gray-min 2"} {
 		require.ErrorContains(t, err, want)
 	}
-	good := config{phases: splitList(allPhases + ",gray"), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
+	good := config{phases: splitList(knownPhases), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
 		gray:       grayConfig{modes: []string{"trust2"}, node: 2, pause: 10 * time.Second, after: 5 * time.Second, min: 0.2},
 		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second}
 	require.NoError(t, good.validate())
