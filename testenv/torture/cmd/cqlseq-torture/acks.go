@@ -21,24 +21,31 @@ func countAcks(path string) int {
 	return n
 }
 
-// waitAcks waits until path has more than n acknowledgements and returns
-// how long that took, or an error after limit.
-func waitAcks(ctx context.Context, path string, n int, limit time.Duration) (time.Duration, error) {
+// waitAcks waits until c's ack log has more than n acknowledgements and
+// returns how long that took. It fails at once when c exits (with its
+// stderr's last line), and after limit.
+func waitAcks(ctx context.Context, c *child, n int, limit time.Duration) (time.Duration, error) {
 	began := time.Now()
-	c := plogcheck.NewAckCounter(path)
+	ac := plogcheck.NewAckCounter(c.ackLog)
 	for {
-		got, err := c.Count()
+		got, err := ac.Count()
 		if err != nil {
 			return 0, err
 		}
 		if got > n {
 			return time.Since(began), nil
 		}
-		if time.Since(began) > limit {
-			return 0, fmt.Errorf("no acknowledged command within %v (%s has %d)", limit, path, got)
+		if err := c.exited(); err != nil {
+			return 0, fmt.Errorf("waiting for an acknowledged command (%s has %d): %w", c.ackLog, got, err)
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return 0, err
+		if time.Since(began) > limit {
+			return 0, fmt.Errorf("no acknowledged command within %v (%s has %d)", limit, c.ackLog, got)
+		}
+		select {
+		case <-c.done:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return 0, ctx.Err()
 		}
 	}
 }
@@ -85,11 +92,8 @@ func (t *tort) ackAfter(ctx context.Context, c *child, smp *torture.Sampler, aft
 		if time.Since(began) > limit {
 			return time.Time{}, fmt.Errorf("no acknowledged command within %v (%s)", limit, c.ackLog)
 		}
-		select {
-		case <-c.done:
-			b, _ := os.ReadFile(c.out)
-			return time.Time{}, fmt.Errorf("the bench ended: %v\n%s", c.err, b)
-		default:
+		if err := c.exited(); err != nil {
+			return time.Time{}, err
 		}
 		if err := sleep(ctx, torture.DefaultSampleInterval); err != nil {
 			return time.Time{}, err
@@ -97,10 +101,10 @@ func (t *tort) ackAfter(ctx context.Context, c *child, smp *torture.Sampler, aft
 	}
 }
 
-// recovered waits for the next acknowledgement after a fault ended and
+// recovered waits for c's next acknowledgement after a fault ended and
 // records how long it took.
-func recovered(ctx context.Context, ack string, r *row) error {
-	d, err := waitAcks(ctx, ack, countAcks(ack), 3*time.Minute)
+func recovered(ctx context.Context, c *child, r *row) error {
+	d, err := waitAcks(ctx, c, countAcks(c.ackLog), 3*time.Minute)
 	if err != nil {
 		return err
 	}

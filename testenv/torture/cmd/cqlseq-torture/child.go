@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,40 +11,74 @@ import (
 	"time"
 )
 
-// child is a running cqlseq bench.
+// child is a running child process (a cqlseq bench).
 type child struct {
+	tag    string
 	cmd    *exec.Cmd
-	done   chan struct{}
-	err    error
+	done   chan struct{} // closed once the process has exited
+	err    error         // Wait's, set before done is closed
 	ackLog string
 	json   string
-	out    string
+	out    string // its stdout
+	errOut string // its stderr
 }
 
 // startBench starts cqlseq bench on ks in mode with load ld, appending to
 // ackLog, for an hour (it is killed or interrupted long before). extra
 // come before -bench-args.
 func (t *tort) startBench(ks, mode string, ld load, ackLog, tag string, extra ...string) (*child, error) {
-	c := &child{ackLog: ackLog, json: filepath.Join(t.c.dir, tag+".json"), out: filepath.Join(t.c.dir, tag+".out"), done: make(chan struct{})}
-	_ = os.Remove(c.json)
-	f, err := os.Create(c.out)
+	jsonFile := filepath.Join(t.c.dir, tag+".json")
+	_ = os.Remove(jsonFile)
+	c, err := startChild(t.c.dir, tag, t.c.cqlseq, t.benchArgs(ks, mode, ld, ackLog, jsonFile, extra)...)
 	if err != nil {
 		return nil, err
 	}
-	c.cmd = exec.Command(t.c.cqlseq, t.benchArgs(ks, mode, ld, ackLog, c.json, extra)...)
-	c.cmd.Stdout, c.cmd.Stderr = f, f
-	// A child outlives no campaign: killed if the driver dies.
+	c.ackLog, c.json = ackLog, jsonFile
+	return c, nil
+}
+
+// startChild starts name with args, its stdout in dir/tag.out and its
+// stderr in dir/tag.err. The child is SIGKILLed if the campaign dies.
+func startChild(dir, tag, name string, args ...string) (*child, error) {
+	c := &child{tag: tag, out: filepath.Join(dir, tag+".out"), errOut: filepath.Join(dir, tag+".err"), done: make(chan struct{})}
+	fo, err := os.Create(c.out)
+	if err != nil {
+		return nil, err
+	}
+	fe, err := os.Create(c.errOut)
+	if err != nil {
+		_ = fo.Close()
+		return nil, err
+	}
+	c.cmd = exec.Command(name, args...)
+	c.cmd.Stdout, c.cmd.Stderr = fo, fe
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
-		_ = f.Close()
+		_, _ = fo.Close(), fe.Close()
 		return nil, err
 	}
 	go func() {
 		c.err = c.cmd.Wait()
-		_ = f.Close()
+		_, _ = fo.Close(), fe.Close()
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// exited returns nil while the child runs; once it has exited, an error
+// with its exit status and the last line of its stderr.
+func (c *child) exited() error {
+	select {
+	case <-c.done:
+	default:
+		return nil
+	}
+	b, _ := os.ReadFile(c.errOut)
+	last := lastLine(string(b))
+	if last == "" {
+		last = "(nothing on stderr)"
+	}
+	return fmt.Errorf("%s exited (%v): %s (output in %s, %s)", c.tag, c.err, last, c.out, c.errOut)
 }
 
 // benchArgs are the arguments of a child bench: the campaign's, then

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 )
@@ -45,8 +44,7 @@ func (t *tort) kills(ctx context.Context) error {
 		select {
 		case <-time.After(d):
 		case <-c.done:
-			b, _ := os.ReadFile(c.out)
-			return fmt.Errorf("bench %s ended before it was killed: %v\n%s", m, c.err, b)
+			return fmt.Errorf("bench %s ended before it was killed: %w", m, c.exited())
 		case <-ctx.Done():
 			c.kill()
 			return ctx.Err()
@@ -67,7 +65,7 @@ func (t *tort) kills(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		_, werr := waitAcks(ctx, ack, n, 3*time.Minute)
+		_, werr := waitAcks(ctx, c, n, 3*time.Minute)
 		r.recovery = max(r.recovery, time.Since(began))
 		c.kill()
 		if werr != nil {

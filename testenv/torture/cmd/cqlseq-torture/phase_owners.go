@@ -75,7 +75,7 @@ func (t *tort) owners(ctx context.Context) error {
 			return err
 		}
 		defer a.stop()
-		if _, err := waitAcks(ctx, rd.ackA, 0, 5*time.Minute); err != nil {
+		if _, err := waitAcks(ctx, a, 0, 5*time.Minute); err != nil {
 			return fmt.Errorf("owner A: %w", err)
 		}
 		t.logf("owners #%d: SIGSTOP owner A (pid %d), owner B takes over", i+1, a.cmd.Process.Pid)
@@ -88,7 +88,7 @@ func (t *tort) owners(ctx context.Context) error {
 			return err
 		}
 		defer b.stop()
-		if _, err := waitAcks(ctx, rd.ackB, 0, 5*time.Minute); err != nil {
+		if _, err := waitAcks(ctx, b, 0, 5*time.Minute); err != nil {
 			return fmt.Errorf("owner B: %w", err)
 		}
 		nA := countAcks(rd.ackA)

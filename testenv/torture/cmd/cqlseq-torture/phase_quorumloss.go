@@ -24,7 +24,7 @@ func (quorumLossPhase) run(ctx context.Context, t *tort) error {
 // have ended (the request timeout), no command may be acknowledged until
 // they are back.
 func (t *tort) quorumLoss(ctx context.Context) error {
-	err := t.underLoad(ctx, "quorum_loss", "trust2", t.c.nodeFaults, func(ctx context.Context, i int, ack string, r *row) error {
+	err := t.underLoad(ctx, "quorum_loss", "trust2", t.c.nodeFaults, func(ctx context.Context, i int, c *child, r *row) error {
 		keep := 1 + t.rng.IntN(3)
 		var down []int
 		for n := 1; n <= 3; n++ {
@@ -41,11 +41,11 @@ func (t *tort) quorumLoss(ctx context.Context) error {
 		if err := sleep(ctx, t.c.timeout+2*time.Second); err != nil { // commands in flight end
 			return err
 		}
-		before := countAcks(ack)
+		before := countAcks(c.ackLog)
 		if err := sleep(ctx, 10*time.Second); err != nil {
 			return err
 		}
-		if got := countAcks(ack) - before; got > 0 {
+		if got := countAcks(c.ackLog) - before; got > 0 {
 			t.failed = true
 			r.note = fmt.Sprintf("%d commands acknowledged without a quorum", got)
 			t.logf("quorum_loss: FAILED: %s", r.note)
@@ -60,7 +60,7 @@ func (t *tort) quorumLoss(ctx context.Context) error {
 		if err := cassandra.WaitRing(ctx, t.cluster, t.opts.StartTimeout); err != nil {
 			return err
 		}
-		return recovered(ctx, ack, r)
+		return recovered(ctx, c, r)
 	})
 	if err == nil && len(t.rows) > 0 && t.rows[len(t.rows)-1].note == "" {
 		t.rows[len(t.rows)-1].note = "0 acks in the 10 s without quorum (after the request timeout)"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 // underLoad runs fault n times while a child bench in mode runs on the
 // phase's own keyspace, then interrupts the child and verifies.
-func (t *tort) underLoad(ctx context.Context, name, mode string, n int, fault func(ctx context.Context, i int, ack string, r *row) error) error {
+func (t *tort) underLoad(ctx context.Context, name, mode string, n int, fault func(ctx context.Context, i int, c *child, r *row) error) error {
 	ks, err := t.keyspace(ctx, name)
 	if err != nil {
 		return err
@@ -24,19 +23,16 @@ func (t *tort) underLoad(ctx context.Context, name, mode string, n int, fault fu
 	}
 	defer c.stop()
 	r := row{phase: name}
-	if _, err := waitAcks(ctx, ack, 0, 5*time.Minute); err != nil {
+	if _, err := waitAcks(ctx, c, 0, 5*time.Minute); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	for i := range n {
-		if err := fault(ctx, i, ack, &r); err != nil {
+		if err := fault(ctx, i, c, &r); err != nil {
 			return fmt.Errorf("%s #%d: %w", name, i+1, err)
 		}
 		r.faults++
-		select {
-		case <-c.done:
-			b, _ := os.ReadFile(c.out)
-			return fmt.Errorf("%s: the bench ended under the fault: %v\n%s", name, c.err, b)
-		default:
+		if err := c.exited(); err != nil {
+			return fmt.Errorf("%s: the bench ended under the fault: %w", name, err)
 		}
 	}
 	r.failed = c.interrupt()
