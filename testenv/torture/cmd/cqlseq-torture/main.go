@@ -91,6 +91,8 @@ type config struct {
 	ownersMode  string
 	cleanup     bool
 	gray        grayConfig
+	// wholeTimeout bounds the wait for a whole cluster before each phase.
+	wholeTimeout time.Duration
 }
 
 // grayConfig is the gray-failure check's.
@@ -158,6 +160,7 @@ func run(args []string) error {
 	fs.DurationVar(&c.pause, "pause", 15*time.Second, "node_pause: how long a node stays SIGSTOPped")
 	fs.DurationVar(&c.cut, "cut", 15*time.Second, "partition: how long node 3 stays cut off")
 	fs.BoolVar(&c.rateTargets, "rate-targets", false, "exit non-zero when a rate target of node_kill, node_pause or partition is missed (always reported)")
+	fs.DurationVar(&c.wholeTimeout, "whole-timeout", 5*time.Minute, "how long a phase waits, before it begins, for every node to be up and answer")
 	fs.StringVar(&c.ownersMode, "owners-mode", "fenced", "owners: the mode of both owners (trust2 disables fencing: the check must then fail)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "only remove the iptables rules this campaign adds for the cluster of -state and resume its nodes (SIGCONT), then exit")
 	gray := fs.Bool("gray", false, "run only the gray-failure check (-phases gray)")
@@ -294,6 +297,9 @@ func (c *config) validate() error {
 	}
 	if !(c.gray.min >= 0 && c.gray.min <= 1) {
 		bad("-gray-min %v: want 0..1", c.gray.min)
+	}
+	if c.wholeTimeout <= 0 {
+		bad("-whole-timeout %v: want > 0", c.wholeTimeout)
 	}
 	if c.warmup < 0 {
 		bad("-warmup %v: want >= 0", c.warmup)

@@ -67,7 +67,7 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	}
 	good := config{phases: splitList(knownPhases), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
 		gray:       grayConfig{modes: []string{"trust2"}, node: 2, pause: 10 * time.Second, after: 5 * time.Second, min: 0.2},
-		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second}
+		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second, wholeTimeout: time.Minute}
 	require.NoError(t, good.validate())
 }
 

@@ -46,12 +46,17 @@ func phaseNamed(name string) (phase, bool) {
 	return nil, false
 }
 
-// runPhases runs the -phases in order.
+// runPhases runs the -phases in order. Before each it waits until the
+// cluster is whole again (waitWhole), so that no phase begins while a
+// node the previous one faulted is still rejoining.
 func (t *tort) runPhases(ctx context.Context) error {
 	for _, name := range t.c.phases {
 		p, ok := phaseNamed(name)
 		if !ok {
 			return fmt.Errorf("unknown phase %q", name)
+		}
+		if err := t.waitWhole(ctx, name); err != nil {
+			return err
 		}
 		if err := p.run(ctx, t); err != nil {
 			return err
