@@ -55,6 +55,7 @@ type clusterFlags struct {
 	timeout     time.Duration
 	hostLookup  bool
 	attempts    attemptFlags
+	now         func() time.Time // the store's wall clock (nil: time.Now); not a flag
 }
 
 // attemptFlags are storage/cql's attempt and host-health knobs (zero: the
@@ -232,6 +233,7 @@ func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
 		TLS:                      t,
 		DisableInitialHostLookup: len(hosts) == 1 && !c.hostLookup,
 		Logger:                   log,
+		Now:                      c.now,
 	}
 	c.attempts.apply(&o)
 	return o, nil
