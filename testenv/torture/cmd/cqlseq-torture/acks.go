@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -112,11 +113,15 @@ func recovered(ctx context.Context, c *child, r *row) error {
 	return nil
 }
 
-// concatAcks writes the complete lines of each log to path.
+// concatAcks writes the complete lines of each log to path (a log that
+// does not exist has none).
 func concatAcks(path string, logs []string) error {
 	var buf bytes.Buffer
 	for _, l := range logs {
 		b, err := os.ReadFile(l)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // a child that ended before it acknowledged anything
+		}
 		if err != nil {
 			return err
 		}

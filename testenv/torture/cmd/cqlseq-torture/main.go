@@ -93,6 +93,16 @@ type config struct {
 	gray        grayConfig
 	// wholeTimeout bounds the wait for a whole cluster before each phase.
 	wholeTimeout time.Duration
+	// The skew, contested and modechange phases; short: the CI's
+	// variant (fewer and shorter runs, no node pause).
+	short          bool
+	skewModes      []string
+	lwtTimeout     time.Duration
+	contestRounds  int
+	contestRound   time.Duration
+	contestPause   time.Duration
+	modeChangeRuns int
+	modeChangeRun  time.Duration
 }
 
 // grayConfig is the gray-failure check's.
@@ -138,7 +148,7 @@ type tort struct {
 func run(args []string) error {
 	fs := flag.NewFlagSet("cqlseq-torture", flag.ContinueOnError)
 	var c config
-	var modes, phases, benchArgs, faultModes, grayModes string
+	var modes, phases, benchArgs, faultModes, grayModes, skewModes string
 	fs.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
 	fs.StringVar(&c.state, "state", "", "cassandra-launcher cluster state file (node faults need it)")
 	fs.StringVar(&c.hosts, "hosts", "", "CQL hosts (default: the cluster's)")
@@ -163,6 +173,14 @@ func run(args []string) error {
 	fs.DurationVar(&c.wholeTimeout, "whole-timeout", 5*time.Minute, "how long a phase waits, before it begins, for every node to be up and answer")
 	fs.StringVar(&c.ownersMode, "owners-mode", "fenced", "owners: the mode of both owners (trust2 disables fencing: the check must then fail)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "only remove the iptables rules this campaign adds for the cluster of -state and resume its nodes (SIGCONT), then exit")
+	fs.BoolVar(&c.short, "short", false, "the CI variant of skew, contested and modechange: fewer and shorter runs, no node pause (flags given explicitly still win)")
+	fs.StringVar(&skewModes, "skew-modes", "trust0,trust2,fenced", "skew: modes (each scenario on its own keyspace per mode); empty skips the phase")
+	fs.DurationVar(&c.lwtTimeout, "lwt-attempt-timeout", 0, "contested, modechange: the children's --cql-lwt-attempt-timeout, short enough that some conditional writes' outcomes are unknown (default 5ms at replication factor 1, 20ms at 3)")
+	fs.IntVar(&c.contestRounds, "contest-rounds", 8, "contested: rounds of two owners taking the partitions over at once (-short: 3)")
+	fs.DurationVar(&c.contestRound, "contest-round", 8*time.Second, "contested: each owner's load after its first ack (-short: 5s)")
+	fs.DurationVar(&c.contestPause, "contest-pause", 4*time.Second, "contested (3 nodes, not -short): how long a node stays SIGSTOPped at each round's takeover")
+	fs.IntVar(&c.modeChangeRuns, "modechange-runs", 2, "modechange: runs per mode, each SIGKILLed (-short: 1)")
+	fs.DurationVar(&c.modeChangeRun, "modechange-run", 8*time.Second, "modechange: each run's load after its first ack (-short: 4s)")
 	gray := fs.Bool("gray", false, "run only the gray-failure check (-phases gray)")
 	fs.StringVar(&grayModes, "gray-modes", "trust2,fenced", "gray: modes checked (each its own keyspace and bench)")
 	fs.IntVar(&c.gray.node, "gray-node", 2, "gray: the node paused")
@@ -175,6 +193,10 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if c.short {
+		shortDefaults(fs, &c)
+	}
+	c.skewModes = splitList(skewModes)
 	c.modes = splitList(modes)
 	c.phases = splitList(phases)
 	if *gray {
@@ -252,6 +274,21 @@ func run(args []string) error {
 	return nil
 }
 
+// shortDefaults sets -short's values of the flags not given explicitly.
+func shortDefaults(fs *flag.FlagSet, c *config) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	set := func(name string, apply func()) {
+		if !given[name] {
+			apply()
+		}
+	}
+	set("contest-rounds", func() { c.contestRounds = 3 })
+	set("contest-round", func() { c.contestRound = 5 * time.Second })
+	set("modechange-runs", func() { c.modeChangeRuns = 1 })
+	set("modechange-run", func() { c.modeChangeRun = 4 * time.Second })
+}
+
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -272,7 +309,7 @@ func (c *config) validate() error {
 			bad("-phases: unknown phase %q (want some of %s)", p, strings.Join(known, ","))
 		}
 	}
-	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}} {
+	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes} {
 		for _, m := range list {
 			if _, err := plog.ParseMode(m); err != nil {
 				bad("%v", err)
@@ -297,6 +334,10 @@ func (c *config) validate() error {
 	}
 	if !(c.gray.min >= 0 && c.gray.min <= 1) {
 		bad("-gray-min %v: want 0..1", c.gray.min)
+	}
+	if c.lwtTimeout < 0 || c.contestRounds < 0 || c.contestRound <= 0 || c.contestPause <= 0 || c.modeChangeRuns < 0 || c.modeChangeRun <= 0 {
+		bad("-lwt-attempt-timeout %v, -contest-rounds %d, -contest-round %v, -contest-pause %v, -modechange-runs %d, -modechange-run %v: want >= 0, >= 0, > 0, > 0, >= 0, > 0",
+			c.lwtTimeout, c.contestRounds, c.contestRound, c.contestPause, c.modeChangeRuns, c.modeChangeRun)
 	}
 	if c.wholeTimeout <= 0 {
 		bad("-whole-timeout %v: want > 0", c.wholeTimeout)

@@ -23,6 +23,8 @@ type row struct {
 	// Phases that measure rates: one entry per fault, and the targets.
 	rates   []faultRates
 	targets torture.Targets
+	// nem is set by the skew, contested and modechange phases.
+	nem *nemesis
 }
 
 // faultRates are one fault's measured windows.
@@ -117,6 +119,7 @@ func (t *tort) printTable() {
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %.1f s | %s | %s%s |\n", r.phase, r.faults, r.acked, r.failed,
 			r.lost, r.dups, r.regs, r.recovery.Seconds(), rates, r.note, verdict)
 	}
+	t.printNemesis()
 	measured := false
 	for _, r := range t.rows {
 		measured = measured || len(r.rates) > 0
@@ -140,5 +143,29 @@ func (t *tort) printTable() {
 			fmt.Fprintf(w, "| %s | %d | %s | %.1f s | %s | %s | %s | %s | %s | %s |\n", r.phase, i+1, fr.what, fr.r.During.Span.Seconds(),
 				fmtRate(fr.r.Before.Rate()), fmtRate(fr.r.During.Rate()), fmtRate(fr.r.Late.Rate()), fmtRatio(fr.r.RatioDuring()), fmtRatio(fr.r.RatioLate()), yes)
 		}
+	}
+}
+
+// printNemesis prints the skew, contested and modechange phases' table.
+func (t *tort) printNemesis() {
+	w := t.out
+	header := false
+	for _, r := range t.rows {
+		nm := r.nem
+		if nm == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| phase | runs | commands acked | clock skew | unknown outcomes | takeovers contested | epochs taken twice | runs that stopped | duplicates | lost | regressions | verify |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+			header = true
+		}
+		verdict := "OK"
+		if r.verifyFail {
+			verdict = "**FAILED**"
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.phase, nm.runs, r.acked, nm.skew, nm.unknown,
+			nm.contested, nm.shared, nm.exits, r.dups, r.lost, r.regs, verdict)
 	}
 }
