@@ -22,11 +22,15 @@ type skewPhase struct{}
 
 func (skewPhase) name() string { return "skew" }
 
-// skewOwner is one owner of a skew scenario: its clock offset, a step
-// back after stepAfter of its run, and how long it runs after its first
-// acknowledgement.
+// skewOwner is one owner of a skew scenario: its clock offset and a
+// step back after stepAfter of its run. It runs run after its first
+// acknowledgement or, with passBy > 0, until its clock has passed every
+// earlier owner's last timestamps by passBy: a few hundred milliseconds of
+// flushes (of the stored PLog offset among them) that win, after a
+// shadowed stretch whose number cells lost to an earlier owner's.
 type skewOwner struct {
-	offset, stepBack, stepAfter, run time.Duration
+	offset, stepBack, stepAfter time.Duration
+	run, passBy                 time.Duration
 }
 
 // skewScenario is a sequence of owners on a keyspace of its own.
@@ -37,17 +41,18 @@ type skewScenario struct {
 
 // skewScenarios are the full campaign's, or with -short the CI's.
 func skewScenarios(short bool) []skewScenario {
+	const pass = 800 * time.Millisecond
+	ahead3 := skewScenario{"ahead3", []skewOwner{{offset: 3 * time.Second, run: 6 * time.Second}, {passBy: pass}, {run: 6 * time.Second}}}
+	stepback := skewScenario{"stepback", []skewOwner{{offset: 3 * time.Second, stepBack: 6 * time.Second, stepAfter: 3 * time.Second, run: 3 * time.Second},
+		{passBy: pass}, {run: 6 * time.Second}}}
 	if short {
-		return []skewScenario{
-			{"ahead3", []skewOwner{{offset: 3 * time.Second, run: 5 * time.Second}, {run: 7 * time.Second}, {run: 4 * time.Second}}},
-			{"stepback", []skewOwner{{stepBack: 5 * time.Second, stepAfter: 4 * time.Second, run: 12 * time.Second}, {run: 4 * time.Second}}},
-		}
+		return []skewScenario{ahead3, stepback}
 	}
 	return []skewScenario{
-		{"ahead3", []skewOwner{{offset: 3 * time.Second, run: 10 * time.Second}, {run: 12 * time.Second}, {run: 8 * time.Second}}},
-		{"pm30", []skewOwner{{offset: 30 * time.Second, run: 8 * time.Second}, {offset: -30 * time.Second, run: 12 * time.Second},
-			{run: 40 * time.Second}, {run: 8 * time.Second}}},
-		{"stepback", []skewOwner{{stepBack: 10 * time.Second, stepAfter: 8 * time.Second, run: 24 * time.Second}, {run: 8 * time.Second}}},
+		ahead3,
+		{"pm30", []skewOwner{{offset: 30 * time.Second, run: 6 * time.Second}, {offset: -30 * time.Second, run: 6 * time.Second},
+			{passBy: pass}, {run: 8 * time.Second}}},
+		stepback,
 	}
 }
 
@@ -80,24 +85,43 @@ func (t *tort) skew(ctx context.Context, sc skewScenario, mode string) error {
 	r := row{phase: fmt.Sprintf("clock skew %s (%s)", sc.name, mode), failed: "n/a (killed)", nem: nm}
 	var cs []*child
 	var clocks []string
-	lo, hi := time.Duration(0), time.Duration(0)
+	var lo, hi time.Duration
+	// lastStamp bounds the timestamps of the owners so far: each one's
+	// kill time on its own clock, before any step back.
+	var lastStamp time.Time
 	for i, so := range sc.owners {
-		o := owner{tag: fmt.Sprintf("%s-%d", tag, i+1), mode: mode, run: so.run,
-			extra: clockArgs(so.offset, so.stepBack, so.stepAfter)}
+		o := owner{tag: fmt.Sprintf("%s-%d", tag, i+1), mode: mode, run: so.run, extra: clockArgs(so.offset, so.stepBack, so.stepAfter)}
 		desc := fmtOffset(so.offset)
 		if so.stepBack > 0 {
 			desc += fmt.Sprintf(", back %v after %v", so.stepBack, so.stepAfter)
 		}
+		if so.passBy > 0 {
+			desc += fmt.Sprintf(", until %v past the earlier owners' timestamps", so.passBy)
+		}
 		clocks = append(clocks, desc)
 		lo, hi = min(lo, so.offset, so.offset-so.stepBack), max(hi, so.offset)
-		t.logf("%s: owner %d of %d, clock %s, %v of load", tag, i+1, len(sc.owners), desc, so.run)
 		c, err := t.startOwner(ks, ld, o)
 		if err != nil {
 			return err
 		}
 		cs = append(cs, c)
+		if so.passBy > 0 {
+			// Run until this clock (real + offset) passes lastStamp by passBy.
+			end := lastStamp.Add(-so.offset + so.passBy)
+			if _, err := waitAcks(ctx, c, 0, 3*time.Minute); err != nil {
+				return fmt.Errorf("skew: %s: %w", o.tag, err)
+			}
+			if left := time.Until(end); left < so.passBy {
+				t.logf("%s: first ack only %v before its clock passes the earlier owners': no shadowed stretch", o.tag, left.Round(time.Millisecond))
+			}
+			o.run = max(time.Until(end), 500*time.Millisecond)
+		}
+		t.logf("%s: owner %d of %d, clock %s, %v of load", tag, i+1, len(sc.owners), desc, o.run.Round(time.Millisecond))
 		if err := t.runOwner(ctx, c, o, true, nm); err != nil {
 			return fmt.Errorf("skew: %w", err)
+		}
+		if k := time.Now().Add(so.offset); k.After(lastStamp) {
+			lastStamp = k
 		}
 		r.faults++
 		if _, err := scanOwner(c, nm); err != nil {
