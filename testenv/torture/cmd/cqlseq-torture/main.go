@@ -29,10 +29,29 @@
 //     offset of a partition (A's and B's events are told apart by their
 //     payload sizes). -owners-mode trust2 runs both owners without fencing:
 //     the check must then fail;
+//   - skew: successive owners of one keyspace (bench processes one after
+//     another, each SIGKILLed) whose store clocks (bench --clock-offset)
+//     disagree by up to 30 s either way, and one whose clock steps back
+//     mid-run, in every -skew-modes mode over 4,000 workspaces; a later
+//     owner runs until its clock passes the earlier owners' timestamps;
+//   - contested: round after round, two fenced benches take the same
+//     partitions over at once with a conditional write's attempt so short
+//     (-lwt-attempt-timeout) that some outcomes are unknown, and in the
+//     full campaign a node SIGSTOPped during the takeovers; no epoch may
+//     be taken by both owners of a round;
+//   - modechange: one keyspace in trust0, then trust2, then fenced, each
+//     run SIGKILLed under load with conditional writes in flight;
 //   - gray (not in the default set; -gray runs it alone): the CI check of
 //     issue 22: one node SIGSTOPped for 10 s under load; it fails if an
 //     acknowledged command is lost or fewer than -gray-min of the rate
 //     before is acknowledged during the pause.
+//
+// skew, contested and modechange need no -state (only contested's node
+// pause does) and run with -node-faults 0; -short is their CI variant
+// (fewer and shorter runs, no node pause). Each ends with verify --acks
+// over every acknowledgement of the phase, and the report's second table
+// gives their runs, clock skew, unknown outcomes (as the children logged
+// them), takeovers contested and epochs taken twice.
 //
 // node_kill, node_pause and partition run in every -fault-modes mode at
 // -fault-partitions x -fault-concurrency and measure the acknowledged
@@ -175,9 +194,9 @@ func run(args []string) error {
 	fs.BoolVar(&c.cleanup, "cleanup", false, "only remove the iptables rules this campaign adds for the cluster of -state and resume its nodes (SIGCONT), then exit")
 	fs.BoolVar(&c.short, "short", false, "the CI variant of skew, contested and modechange: fewer and shorter runs, no node pause (flags given explicitly still win)")
 	fs.StringVar(&skewModes, "skew-modes", "trust0,trust2,fenced", "skew: modes (each scenario on its own keyspace per mode); empty skips the phase")
-	fs.DurationVar(&c.lwtTimeout, "lwt-attempt-timeout", 0, "contested, modechange: the children's --cql-lwt-attempt-timeout, short enough that some conditional writes' outcomes are unknown (default 5ms at replication factor 1, 20ms at 3)")
-	fs.IntVar(&c.contestRounds, "contest-rounds", 8, "contested: rounds of two owners taking the partitions over at once (-short: 3)")
-	fs.DurationVar(&c.contestRound, "contest-round", 8*time.Second, "contested: each owner's load after its first ack (-short: 5s)")
+	fs.DurationVar(&c.lwtTimeout, "lwt-attempt-timeout", 0, "contested, modechange: the children's --cql-lwt-attempt-timeout, short enough that some conditional writes' outcomes are unknown (default 2ms at replication factor 1, 20ms at 3)")
+	fs.IntVar(&c.contestRounds, "contest-rounds", 8, "contested: rounds of two owners taking the partitions over at once (-short: 5)")
+	fs.DurationVar(&c.contestRound, "contest-round", 8*time.Second, "contested: each owner's load after its first ack (-short: 4s)")
 	fs.DurationVar(&c.contestPause, "contest-pause", 4*time.Second, "contested (3 nodes, not -short): how long a node stays SIGSTOPped at each round's takeover")
 	fs.IntVar(&c.modeChangeRuns, "modechange-runs", 2, "modechange: runs per mode, each SIGKILLed (-short: 1)")
 	fs.DurationVar(&c.modeChangeRun, "modechange-run", 8*time.Second, "modechange: each run's load after its first ack (-short: 4s)")
@@ -283,8 +302,8 @@ func shortDefaults(fs *flag.FlagSet, c *config) {
 			apply()
 		}
 	}
-	set("contest-rounds", func() { c.contestRounds = 3 })
-	set("contest-round", func() { c.contestRound = 5 * time.Second })
+	set("contest-rounds", func() { c.contestRounds = 5 })
+	set("contest-round", func() { c.contestRound = 4 * time.Second })
 	set("modechange-runs", func() { c.modeChangeRuns = 1 })
 	set("modechange-run", func() { c.modeChangeRun = 4 * time.Second })
 }

@@ -88,7 +88,7 @@ func TestShortKeepsExplicitFlags(t *testing.T) {
 	shortDefaults(fs, &c)
 	require.Equal(t, 5, c.contestRounds)
 	require.Equal(t, 1, c.modeChangeRuns)
-	require.Equal(t, 5*time.Second, c.contestRound)
+	require.Equal(t, 4*time.Second, c.contestRound)
 }
 
 func TestBusyFailedFromBenchJSON(t *testing.T) {

@@ -48,7 +48,7 @@ func (t *tort) startOwner(ks string, ld load, o owner) (*child, error) {
 func (t *tort) lwtArgs() []string {
 	d := t.c.lwtTimeout
 	if d == 0 {
-		d = 5 * time.Millisecond
+		d = 2 * time.Millisecond
 		if t.rf() > 1 {
 			d = 20 * time.Millisecond
 		}

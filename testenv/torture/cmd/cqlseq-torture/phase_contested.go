@@ -18,6 +18,10 @@ import (
 // of a round (torture.SharedEpochs).
 type contestedPhase struct{}
 
+// contestLoad is the contested phase's: many partitions, each a takeover
+// that the two owners race for.
+var contestLoad = load{partitions: 8, concurrency: 2, workspaces: 4000}
+
 func (contestedPhase) name() string { return "contested" }
 
 func (contestedPhase) run(ctx context.Context, t *tort) error {
@@ -34,7 +38,7 @@ func (t *tort) contested(ctx context.Context) error {
 		return err
 	}
 	pause := t.cluster != nil && len(t.cluster.Nodes) >= 3 && !t.c.short
-	ld := nemesisLoad
+	ld := contestLoad
 	nm := &nemesis{skew: "none"}
 	r := row{phase: "contested takeovers (fenced)", failed: "n/a (killed)", nem: nm}
 	var cs []*child
