@@ -32,6 +32,7 @@ type owner struct {
 	tag   string
 	mode  string
 	run   time.Duration // load after its first acknowledgement; then SIGKILL
+	until time.Time     // if set instead of run: SIGKILL then (at least 0.5 s after its first ack)
 	extra []string      // more bench flags (clock, LWT attempt timeout)
 }
 
@@ -68,10 +69,10 @@ func clockArgs(offset, stepBack, stepAfter time.Duration) []string {
 	return a
 }
 
-// runOwner lets c run until o.run after its first acknowledgement and
-// SIGKILLs it. A child that exits by itself is counted in nm.exits and
-// logged; one that exits before its first acknowledgement is an error when
-// mustAck.
+// runOwner lets c run until o.run after its first acknowledgement (or
+// until o.until) and SIGKILLs it. A child that exits by itself is counted
+// in nm.exits and logged; one that exits before its first acknowledgement
+// is an error when mustAck.
 func (t *tort) runOwner(ctx context.Context, c *child, o owner, mustAck bool, nm *nemesis) error {
 	defer c.stop()
 	nm.runs++
@@ -83,8 +84,12 @@ func (t *tort) runOwner(ctx context.Context, c *child, o owner, mustAck bool, nm
 		t.logf("%s: %v", o.tag, err)
 		return nil
 	}
+	run := o.run
+	if !o.until.IsZero() {
+		run = max(time.Until(o.until), 500*time.Millisecond)
+	}
 	select {
-	case <-time.After(o.run):
+	case <-time.After(run):
 	case <-c.done:
 		nm.exits++
 		t.logf("%s: %v", o.tag, c.exited())

@@ -53,6 +53,7 @@ func (t *tort) contested(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			defer c.stop()
 			kids[j] = c
 			cs = append(cs, c)
 		}
