@@ -140,12 +140,13 @@ check-containers:
 	fi; \
 	echo "check-containers: no container or network left ($$filter)"
 
-# torture-short is the campaign's CI variant (about a minute): 20 client
-# SIGKILLs across every mode on HOSTS, no node faults.
+# torture-short is the campaign's CI variant (about 4 minutes): 20 client
+# SIGKILLs across every mode on HOSTS, no node faults, then the short
+# skew, contested and modechange phases (-short).
 torture-short:
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
-	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0 -short
 
 # test-cluster runs the storage conformance suite and LWT race (cqlstore),
 # elections, the fenced takeovers (fencing, orchestration) and the restart

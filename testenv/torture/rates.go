@@ -1,7 +1,9 @@
 // Package torture holds the measurements and checks of cqlseq's fault
 // campaign (cmd/cqlseq-torture): acknowledgement rates sampled from bench
-// ack logs around a fault, the two-owner fencing check, and the reading of
-// verify's JSON report. The command only wires them to processes and nodes.
+// ack logs around a fault, the two-owner fencing check, the reading of
+// verify's JSON report, and what a bench logged (unknown outcomes, its
+// takeovers and their epochs: no epoch taken by two owners). The command
+// only wires them to processes and nodes.
 package torture
 
 import (

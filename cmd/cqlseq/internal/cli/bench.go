@@ -22,6 +22,7 @@ const latencyMethod = "latency of each successful command (Do call, including th
 
 type benchFlags struct {
 	store    storeFlags
+	clock    clockFlags
 	load     loadFlags
 	baseline bool
 	jsonFile string
@@ -48,7 +49,7 @@ On bbolt without --dir/--file the file is in a temporary directory that is
 removed at the end. ` + latencyMethod + `.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := errors.Join(f.store.validate(), f.load.validate()); err != nil {
+			if err := errors.Join(append(f.clock.validate(f.store.kind), f.store.validate(), f.load.validate())...); err != nil {
 				return usage(err)
 			}
 			return runBench(cmd.Context(), e, f)
@@ -58,6 +59,7 @@ removed at the end. ` + latencyMethod + `.`,
 	f.store.addKind(fs)
 	f.store.addBolt(fs, "bbolt: directory of "+boltFileName+" (default: a temporary directory, removed at the end)")
 	f.store.cluster.add(fs)
+	f.clock.add(fs)
 	f.load.add(fs, 10*time.Second)
 	fs.BoolVar(&f.baseline, "baseline", false, "also run a raw PLog insert loop (plog.Writer alone, same mode) and print the ratio")
 	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to this file")
@@ -161,6 +163,7 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, in.stop()) }()
+	f.store.cluster.now = f.clock.now(time.Now())
 	store, err := f.store.open(ctx, e.log, false)
 	if err != nil {
 		return err

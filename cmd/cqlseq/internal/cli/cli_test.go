@@ -214,6 +214,10 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"migrate", "--engine", "oracle"}, []string{"--engine"}},
 		{[]string{"migrate", "--replication", "{'class': 'Nope'"}, []string{"schema"}},
 		{[]string{"--log-level", "loud", "demo"}, []string{"--log-level"}},
+		{[]string{"bench", "--clock-offset", "3s"}, []string{"need --store cql (--store bbolt)"}},
+		{[]string{"bench", "--store", "bbolt", "--clock-step-back", "5s", "--clock-step-after", "5s"}, []string{"need --store cql"}},
+		{[]string{"bench", "--store", "cql", "--clock-step-back", "5s"}, []string{"go together"}},
+		{[]string{"bench", "--store", "cql", "--clock-step-back", "-5s", "--clock-step-after", "1s"}, []string{"--clock-step-back -5s"}},
 	} {
 		r := runCLI(t, tc.args...)
 		if !assert.Equal(t, ExitUsage, r.code, "%q: stdout %q stderr %q", tc.args, r.stdout, r.stderr) {

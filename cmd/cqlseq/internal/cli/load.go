@@ -78,14 +78,19 @@ type openStats struct {
 }
 
 // openPartitions opens partitions 0..n-1 and waits until each has
-// actualized (its first Do would not be refused as busy). It first claims
+// actualized (its first Do would not be refused as busy). The claim and
+// each partition's Open are retried on a transient error (retryTransient)
+// until readyTimeout after their first attempt. It first claims
 // n as the application's partition count (vvmadapter.ClaimPartitionCount):
 // workspaceOf's mapping depends on n, and a workspace moved to another
 // partition would be given numbers it already had, so a store whose
 // application ran with another count is refused.
 func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats, error) {
 	began := time.Now()
-	if err := vvmadapter.New(c.st, c.app).ClaimPartitionCount(ctx, uint64(c.partitions)); err != nil {
+	err := retryTransient(ctx, c.log, "claiming the partition count", c.readyTimeout, func(ctx context.Context) error {
+		return vvmadapter.New(c.st, c.app).ClaimPartitionCount(ctx, uint64(c.partitions))
+	})
+	if err != nil {
 		if errors.Is(err, vvmadapter.ErrPartitionCountChanged) {
 			return nil, openStats{}, fmt.Errorf("%w: workspaces are spread over the partitions by WSID, and a workspace moved to another partition would be given numbers it already had (see the README, Partitions): use the same --partitions, or another store", err)
 		}
@@ -94,21 +99,25 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 	s := &partitionSet{}
 	for p := range c.partitions {
 		obs := newObserver(c.mc.Sequencer(isequencer.PartitionID(p)))
-		part, err := apppart.Open(ctx, apppart.OpenOptions{
-			Storage:       c.st,
-			App:           c.app,
-			Partition:     isequencer.PartitionID(p),
-			Mode:          c.mode,
-			SeqTypes:      seqTypes(),
-			RecordSeqs:    []isequencer.SeqID{seqRecords},
-			WLogOffsetSeq: seqWLog,
-			Sequencer: isequencer.Params{
-				MaxNumUnflushedValues: c.maxUnflushed,
-				BatcherDelay:          c.batcherDelay,
-				Logger:                c.log,
-				Metrics:               obs,
-			},
-			Logger: c.log,
+		var part *apppart.Partition
+		err := retryTransient(ctx, c.log, fmt.Sprintf("opening partition %d", p), c.readyTimeout, func(ctx context.Context) (err error) {
+			part, err = apppart.Open(ctx, apppart.OpenOptions{
+				Storage:       c.st,
+				App:           c.app,
+				Partition:     isequencer.PartitionID(p),
+				Mode:          c.mode,
+				SeqTypes:      seqTypes(),
+				RecordSeqs:    []isequencer.SeqID{seqRecords},
+				WLogOffsetSeq: seqWLog,
+				Sequencer: isequencer.Params{
+					MaxNumUnflushedValues: c.maxUnflushed,
+					BatcherDelay:          c.batcherDelay,
+					Logger:                c.log,
+					Metrics:               obs,
+				},
+				Logger: c.log,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, openStats{}, errors.Join(err, s.close())
@@ -127,6 +136,42 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 	}
 	st.wall = time.Since(began)
 	return s, st, nil
+}
+
+// Backoff between attempts of retryTransient.
+const (
+	retryFirstWait = 100 * time.Millisecond
+	retryMaxWait   = 2 * time.Second
+)
+
+// retryTransient calls do until it succeeds or fails with an error that
+// wraps neither storage.ErrUnavailable nor storage.ErrUnknownOutcome (a
+// partition of the cluster not ready yet: a node rejoining, a Paxos round
+// that timed out). It waits retryFirstWait, doubling up to retryMaxWait,
+// between attempts and logs each retry (warning); once limit has passed
+// since the first attempt, or ctx is done, it returns the last error.
+// Other errors are returned at once.
+func retryTransient(ctx context.Context, log *slog.Logger, what string, limit time.Duration, do func(context.Context) error) error {
+	deadline := time.Now().Add(limit)
+	wait := retryFirstWait
+	for attempt := 1; ; attempt++ {
+		err := do(ctx)
+		if err == nil || !(errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrUnknownOutcome)) {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return fmt.Errorf("%s: gave up after %d attempts in %v: %w", what, attempt, limit, err)
+		}
+		wait = min(wait, left)
+		log.Warn("cqlseq: "+what+" failed, retrying", "attempt", attempt, "in", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w (after %d attempts: %w)", what, ctx.Err(), attempt, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, retryMaxWait)
+	}
 }
 
 // close closes every partition ("kills" it: values not yet flushed are

@@ -56,6 +56,7 @@ type clusterFlags struct {
 	timeout     time.Duration
 	hostLookup  bool
 	attempts    attemptFlags
+	now         func() time.Time // the store's wall clock (nil: time.Now); not a flag
 }
 
 // attemptFlags are storage/cql's attempt and host-health knobs (zero: the
@@ -235,6 +236,7 @@ func (c *clusterFlags) cqlOptions(log *slog.Logger) (cql.Options, error) {
 		DisableInitialHostLookup: len(hosts) == 1 && !c.hostLookup,
 		LocalDC:                  strings.TrimSpace(c.localDC),
 		Logger:                   log,
+		Now:                      c.now,
 	}
 	c.attempts.apply(&o)
 	return o, nil

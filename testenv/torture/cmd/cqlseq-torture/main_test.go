@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,10 +66,29 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	for _, want := range []string{`unknown phase "nope"`, `"trust9"`, "-fault-modes: none", "-fault-concurrency 0", "-gray-node 4", "-gray-pause 1s", "-gray-min 2"} {
 		require.ErrorContains(t, err, want)
 	}
-	good := config{phases: splitList(allPhases + ",gray"), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
+	good := config{phases: splitList(knownPhases), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
 		gray:       grayConfig{modes: []string{"trust2"}, node: 2, pause: 10 * time.Second, after: 5 * time.Second, min: 0.2},
-		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second}
+		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second, wholeTimeout: time.Minute,
+		skewModes: []string{"trust0", "fenced"}, contestRounds: 3, contestRound: time.Second, contestPause: time.Second, modeChangeRuns: 1, modeChangeRun: time.Second}
 	require.NoError(t, good.validate())
+	bad := good
+	bad.contestRound, bad.skewModes = 0, []string{"trust7"}
+	err = bad.validate()
+	require.ErrorContains(t, err, "-contest-round 0s")
+	require.ErrorContains(t, err, `"trust7"`)
+}
+
+// -short shortens the nemesis phases, but a flag given explicitly wins.
+func TestShortKeepsExplicitFlags(t *testing.T) {
+	var c config
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.IntVar(&c.contestRounds, "contest-rounds", 8, "")
+	fs.IntVar(&c.modeChangeRuns, "modechange-runs", 2, "")
+	require.NoError(t, fs.Parse([]string{"-contest-rounds", "5"}))
+	shortDefaults(fs, &c)
+	require.Equal(t, 5, c.contestRounds)
+	require.Equal(t, 1, c.modeChangeRuns)
+	require.Equal(t, 4*time.Second, c.contestRound)
 }
 
 func TestBusyFailedFromBenchJSON(t *testing.T) {
