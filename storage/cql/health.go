@@ -708,7 +708,7 @@ func (o healthObserver) ObserveBatch(ctx context.Context, b gocql.ObservedBatch)
 }
 
 func (o healthObserver) onHealthClock(start, end time.Time) (time.Time, time.Time) {
-	skew := o.h.now().Sub(time.Now())
+	skew := time.Until(o.h.now())
 	return start.Add(skew), end.Add(skew)
 }
 
