@@ -49,7 +49,8 @@ On bbolt without --dir/--file the file is in a temporary directory that is
 removed at the end. ` + latencyMethod + `.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := errors.Join(append(f.clock.validate(f.store.kind), f.store.validate(), f.load.validate())...); err != nil {
+			storeErr := f.store.validate() // first: it resolves the store's kind
+			if err := errors.Join(append(f.clock.validate(f.store.kind), storeErr, f.load.validate())...); err != nil {
 				return usage(err)
 			}
 			return runBench(cmd.Context(), e, f)

@@ -231,6 +231,48 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 	}
 }
 
+// TestOneRuleForTheStore: in every command that opens a store, a CQL flag
+// selects the CQL store unless --store says otherwise, and flags of the
+// other store than --store's, or of both stores, are a usage error.
+func TestOneRuleForTheStore(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range [][]string{
+		{"bench", "--duration", "1s"},
+		{"verify", "--partition", "0"},
+		{"inspect", "--partition", "0"},
+		{"actualize", "--app", "1", "--partition", "0"},
+		{"alloc", "--ids", "10"},
+		{"inspect", "galloc", "seq"},
+	} {
+		args := func(extra ...string) []string { return append(append([]string{}, cmd...), extra...) }
+		for _, bad := range [][]string{
+			{"--store", "bbolt", "--hosts", "127.0.0.1:1"},
+			{"--store", "bbolt", "--keyspace", "ks"},
+			{"--store", "cql", "--dir", dir},
+			{"--hosts", "127.0.0.1:1", "--file", filepath.Join(dir, "x.db")},
+		} {
+			r := runCLI(t, args(bad...)...)
+			assert.Equal(t, ExitUsage, r.code, "%q: stdout %q stderr %q", args(bad...), r.stdout, r.stderr)
+			assert.Contains(t, requireOneLine(t, r), "--", "%q", args(bad...))
+		}
+		// --hosts alone: the CQL store, which does not answer there.
+		r := runCLI(t, args("--hosts", "127.0.0.1:1", "--timeout", "1s")...)
+		assert.Equal(t, ExitFailure, r.code, "%q: stdout %q stderr %q", args("--hosts"), r.stdout, r.stderr)
+		line := requireOneLine(t, r)
+		assert.Contains(t, line, "127.0.0.1:1", "%q", cmd)
+		assert.NotContains(t, line, "--dir or --file", "%q: --hosts selects cql", cmd)
+	}
+	t.Setenv("CQLSEQ_CQL_HOSTS", "127.0.0.1:1")
+	r := runCLI(t, "verify", "--partition", "0", "--timeout", "1s")
+	assert.Equal(t, ExitFailure, r.code)
+	assert.Contains(t, requireOneLine(t, r), "127.0.0.1:1", "CQLSEQ_CQL_HOSTS selects cql")
+	r = runCLI(t, "verify", "--partition", "0", "--file", filepath.Join(dir, "nope.db"))
+	assert.Equal(t, ExitFailure, r.code)
+	assert.Contains(t, requireOneLine(t, r), "nope.db", "a bbolt flag wins over the environment")
+	r = runCLI(t, "demo", "--duration", "200ms", "--dir", dir)
+	assert.Equal(t, ExitOK, r.code, "the demo stays embedded: %s", r.stderr)
+}
+
 func TestUnreachableCluster(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "--store", "cql", "--hosts", "127.0.0.1:1", "--timeout", "2s"},

@@ -87,6 +87,7 @@ when the check fails.`,
 		},
 	}
 	fs := cmd.Flags()
+	f.store.kind = storeBolt // the demo's store is embedded (or --memory), whatever CQLSEQ_CQL_HOSTS says
 	f.store.addBolt(fs, "directory of "+boltFileName+" (default: a temporary directory, removed at the end)")
 	fs.BoolVar(&f.memory, "memory", false, "use the in-memory store instead of bbolt")
 	f.load.add(fs, 5*time.Second)

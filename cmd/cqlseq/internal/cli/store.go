@@ -34,6 +34,7 @@ const boltFileName = "cqlseq.db"
 // storeFlags select and configure a store.
 type storeFlags struct {
 	kind string
+	fs   *pflag.FlagSet // to tell given flags from defaults (resolve)
 
 	// bbolt
 	dir, file string
@@ -72,7 +73,57 @@ type attemptFlags struct {
 }
 
 func (f *storeFlags) addKind(fs *pflag.FlagSet) {
-	fs.StringVar(&f.kind, "store", storeBolt, "store: bbolt or cql")
+	f.fs = fs
+	fs.StringVar(&f.kind, "store", "", "store: bbolt or cql (default: cql when --hosts, --keyspace or CQLSEQ_CQL_HOSTS names a cluster, else bbolt)")
+}
+
+// cqlFlags and boltFlags are the flags that name a store of each kind.
+var (
+	cqlFlags  = []string{"hosts", "keyspace"}
+	boltFlags = []string{"dir", "file"}
+)
+
+// given returns the flags of names that the command line set.
+func (f *storeFlags) given(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if f.fs != nil && f.fs.Lookup(n) != nil && f.fs.Changed(n) {
+			out = append(out, "--"+n)
+		}
+	}
+	return out
+}
+
+// resolve applies the one rule that chooses the store, the same in every
+// command: --store when given; else a CQL flag (--hosts, --keyspace) or
+// CQLSEQ_CQL_HOSTS selects cql, unless a bbolt flag (--dir, --file) is
+// given; else bbolt. A --store that contradicts the flags given, or flags of
+// both kinds, is an error (a usage error: exit code 2).
+func (f *storeFlags) resolve() error {
+	cqlGiven, boltGiven := f.given(cqlFlags), f.given(boltFlags)
+	both := func() error {
+		return fmt.Errorf("%s name a CQL cluster and %s a bbolt file: give the flags of one store", strings.Join(cqlGiven, ", "), strings.Join(boltGiven, ", "))
+	}
+	switch f.kind {
+	case "":
+		switch {
+		case len(cqlGiven) > 0 && len(boltGiven) > 0:
+			return both()
+		case len(cqlGiven) > 0, len(boltGiven) == 0 && strings.TrimSpace(os.Getenv("CQLSEQ_CQL_HOSTS")) != "":
+			f.kind = storeCQL
+		default:
+			f.kind = storeBolt
+		}
+	case storeBolt:
+		if len(cqlGiven) > 0 {
+			return fmt.Errorf("--store bbolt contradicts %s (flags of the CQL store): drop one", strings.Join(cqlGiven, ", "))
+		}
+	case storeCQL:
+		if len(boltGiven) > 0 {
+			return fmt.Errorf("--store cql contradicts %s (flags of the bbolt store): drop one", strings.Join(boltGiven, ", "))
+		}
+	}
+	return nil
 }
 
 func (f *storeFlags) addBolt(fs *pflag.FlagSet, dirHelp string) {
@@ -117,8 +168,12 @@ func (a *attemptFlags) apply(o *cql.Options) {
 	o.SuspectFactor = a.suspectFactor
 }
 
-// validate reports every problem of the store flags at once.
+// validate resolves the store kind (resolve) and reports every problem of
+// the store flags at once.
 func (f *storeFlags) validate() error {
+	if err := f.resolve(); err != nil {
+		return err
+	}
 	var errs []error
 	switch f.kind {
 	case storeBolt:
