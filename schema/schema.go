@@ -73,14 +73,23 @@ func Apply(ctx context.Context, s *gocql.Session, o Options) (applied []int, err
 	if err != nil {
 		return nil, fmt.Errorf("schema: looking up keyspace %s: %w", ks, err)
 	}
+	dcs, err := datacenters(ctx, s)
+	if err != nil {
+		return nil, err
+	}
 	if !exists {
 		if !o.CreateKeyspace {
 			return nil, fmt.Errorf("%w: %s (create it, or set CreateKeyspace)", ErrNoKeyspace, ks)
+		}
+		if err := fits(parseReplication(repl), dcs); err != nil {
+			return nil, fmt.Errorf("%w; keyspace %s not created: give a replication the cluster has nodes for", err, ks)
 		}
 		if err := run(ctx, s, scripts[0].Statements(ks, repl)); err != nil {
 			return nil, fmt.Errorf("schema: %s: %w", scripts[0].Path, err)
 		}
 		applied = append(applied, 0)
+	} else if err := refit(ctx, s, ks, repl, dcs, o.CreateKeyspace); err != nil {
+		return nil, err
 	}
 
 	recorded, err := readRecorded(ctx, s, ks)
@@ -113,6 +122,38 @@ func Apply(ctx context.Context, s *gocql.Session, o Options) (applied []int, err
 		applied = append(applied, sc.Version)
 	}
 	return applied, nil
+}
+
+// refit checks the replication of existing keyspace ks against the
+// cluster. A keyspace that does not fit (it can never reach a quorum: a
+// datacenter it names does not exist, or has fewer nodes than its
+// replicas) and records no version was left by a run that failed after
+// creating it: with createKeyspace, it is altered to repl, when repl fits,
+// and the run goes on. Otherwise the error says what to run.
+func refit(ctx context.Context, s *gocql.Session, ks, repl string, dcs map[string]int, createKeyspace bool) error {
+	cur, err := keyspaceReplication(ctx, s, ks)
+	if err != nil {
+		return err
+	}
+	misfit := fits(cur, dcs)
+	if misfit == nil {
+		return nil
+	}
+	recorded, err := anyRecorded(ctx, s, ks)
+	if err != nil {
+		return fmt.Errorf("schema: keyspace %s: %w (and reading its versions at ONE: %w)", ks, misfit, err)
+	}
+	fix := fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", ks, mapLiteral(suggest(cur, dcs)))
+	if !recorded && createKeyspace && fits(parseReplication(repl), dcs) == nil {
+		if err := run(ctx, s, []string{fmt.Sprintf("ALTER KEYSPACE %s WITH replication = %s", ks, repl)}); err != nil {
+			return fmt.Errorf("schema: keyspace %s: %w; altering it to %s: %w", ks, misfit, repl, err)
+		}
+		return nil
+	}
+	if recorded {
+		return fmt.Errorf("schema: keyspace %s: %w: run %s, then migrate again", ks, misfit, fix)
+	}
+	return fmt.Errorf("schema: keyspace %s: %w: give a --replication that fits (it is then altered: nothing was recorded in it), or run %s", ks, misfit, fix)
 }
 
 // run executes statements in order, awaiting schema agreement after each

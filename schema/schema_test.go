@@ -214,3 +214,39 @@ func TestAddedColumn(t *testing.T) {
 		assert.False(t, ok, st)
 	}
 }
+
+func TestReplicationFits(t *testing.T) {
+	one := map[string]int{"datacenter1": 1}
+	three := map[string]int{"datacenter1": 3}
+	for _, tc := range []struct {
+		repl string
+		dcs  map[string]int
+		want []string // substrings of the error; nil: fits
+	}{
+		{DefaultReplication, one, nil},
+		{"{'class': 'SimpleStrategy', 'replication_factor': 3}", one, []string{"replication_factor 3", "1 nodes", "datacenter1 (1 node)"}},
+		{"{'class': 'NetworkTopologyStrategy', 'dc1': 3}", three, []string{`datacenter "dc1" does not exist`, "datacenter1 (3 nodes)"}},
+		{"{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}", one, []string{`3 replicas in datacenter "datacenter1", which has 1 nodes`}},
+		{"{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}", three, nil},
+		{"{'class': 'NetworkTopologyStrategy', 'replication_factor': 2}", map[string]int{"a": 3, "b": 1}, []string{`2 replicas in datacenter "b"`}},
+		{"{'class': 'NetworkTopologyStrategy', 'gone': 0, 'datacenter1': 1}", one, nil},
+		{"{'class': 'EverywhereStrategy'}", one, nil},
+	} {
+		canon, err := normalizeReplication(tc.repl)
+		require.NoError(t, err)
+		err = fits(parseReplication(canon), tc.dcs)
+		if tc.want == nil {
+			assert.NoError(t, err, tc.repl)
+			continue
+		}
+		require.ErrorIs(t, err, ErrReplicationDoesNotFit, tc.repl)
+		for _, w := range tc.want {
+			assert.Contains(t, err.Error(), w, tc.repl)
+		}
+	}
+	stored := map[string]string{"class": "org.apache.cassandra.locator.NetworkTopologyStrategy", "datacenter1": "3"}
+	require.ErrorIs(t, fits(stored, one), ErrReplicationDoesNotFit, "the class as system_schema stores it")
+	assert.Equal(t, "{'class': 'org.apache.cassandra.locator.NetworkTopologyStrategy', 'datacenter1': 1}", mapLiteral(suggest(stored, one)))
+	assert.Equal(t, "{'class': 'NetworkTopologyStrategy', 'datacenter1': 1}", mapLiteral(suggest(map[string]string{"class": "NetworkTopologyStrategy", "dc1": "3"}, one)))
+	assert.Equal(t, "{'class': 'SimpleStrategy', 'replication_factor': 1}", mapLiteral(suggest(map[string]string{"class": "SimpleStrategy", "replication_factor": "3"}, one)))
+}
