@@ -39,8 +39,9 @@ func newVerifyCmd(e *env) *cobra.Command {
     replays);
   - the stored next offset is at most one past the last event.
 
-It prints a report and exits 1 when a check fails. It is safe on a store in
-use.`,
+It prints a report and exits 1 when a check fails. It only reads: on CQL it
+is safe on a store in use; a bbolt file is locked by the process that has it
+open (a running bench), so verify it after that process ends.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
