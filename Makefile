@@ -49,7 +49,7 @@ IT_CLUSTER   ?= auto
 FUZZTIME     ?= 20s
 VOEDGER_FUZZTIME ?= 10s
 
-.PHONY: image check-containers bench-latency test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: help image check-containers bench-latency test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -61,7 +61,12 @@ build:
 $(LAUNCHER): $(shell find testenv -name '*.go') go.mod
 	$(GO) build -o $(LAUNCHER) ./testenv/cassandra/cmd/cassandra-launcher
 
-test: test-unit test-integration
+test:
+	@if $(MAKE) --no-print-directory test-unit test-integration; then echo "make test: PASS"; else echo "make test: FAIL"; exit 1; fi
+
+# help prints the targets (this file's header).
+help:
+	@sed -n '2,/^$$/{s/^# \{0,1\}//;p}' $(firstword $(MAKEFILE_LIST))
 
 # test-unit ends with short fuzz runs of the bbolt open path (FuzzOpen:
 # truncated and bit-flipped copies of a real file never crash the process)

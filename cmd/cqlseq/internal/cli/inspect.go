@@ -46,7 +46,7 @@ up to --to (inclusive) and at most --limit of them.`,
 	}
 	fs := cmd.Flags()
 	f.store.addKind(fs)
-	f.store.addBolt(fs, "bbolt: directory of "+boltFileName)
+	f.store.addBoltReadOnly(fs, "bbolt: directory of "+boltFileName)
 	f.store.cluster.add(fs)
 	fs.Uint32Var(&f.app, "app", 1, "cluster application ID of the stored numbers (PLog keys carry none)")
 	fs.UintVar(&f.partition, "partition", 0, "partition")

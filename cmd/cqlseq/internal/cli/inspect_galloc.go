@@ -39,7 +39,7 @@ func newInspectGallocCmd(e *env) *cobra.Command {
 	}
 	fs := cmd.Flags()
 	f.store.addKind(fs)
-	f.store.addBolt(fs, "bbolt: directory of "+boltFileName)
+	f.store.addBoltReadOnly(fs, "bbolt: directory of "+boltFileName)
 	f.store.cluster.add(fs)
 	fs.BoolVar(&f.json, "json", false, "print the record as JSON")
 	return cmd

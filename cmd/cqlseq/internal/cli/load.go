@@ -92,7 +92,7 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 	})
 	if err != nil {
 		if errors.Is(err, vvmadapter.ErrPartitionCountChanged) {
-			return nil, openStats{}, fmt.Errorf("%w: workspaces are spread over the partitions by WSID, and a workspace moved to another partition would be given numbers it already had (see the README, Partitions): use the same --partitions, or another store", err)
+			return nil, openStats{}, fmt.Errorf("%w: workspaces are spread over the partitions by WSID, and a workspace moved to another partition would be given numbers it already had (docs/design.md, Partitions): use the same --partitions, or another store", err)
 		}
 		return nil, openStats{}, err
 	}

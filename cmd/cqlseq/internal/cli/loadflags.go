@@ -41,7 +41,7 @@ func (f *loadFlags) add(fs *pflag.FlagSet, duration time.Duration) {
 	fs.IntVar(&f.workspaces, "workspaces", 5000, "workspaces (1..n, spread over the partitions)")
 	fs.DurationVar(&f.duration, "duration", duration, "how long commands are started")
 	fs.IntVar(&f.concurrency, "concurrency", 1, "goroutines per partition (a partition runs one command at a time)")
-	fs.StringVar(&f.mode, "mode", "trust0", "event log write mode (the sequences trust level): trust0, trust1, trust2, or any mode plog.ParseMode knows")
+	fs.StringVar(&f.mode, "mode", "trust0", "event log write mode (the sequences trust level): trust0, trust1, trust2 or fenced (README, Modes)")
 	fs.IntVar(&f.payload, "payload", 64, "payload bytes per event")
 	fs.IntVar(&f.maxUnflushed, "max-unflushed", isequencer.DefaultMaxNumUnflushedValues, "values waiting to be flushed above which a partition is busy")
 	fs.DurationVar(&f.batcherDelay, "batcher-delay", 0, "how long the flusher waits to collect a bigger batch")

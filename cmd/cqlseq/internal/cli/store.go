@@ -127,9 +127,14 @@ func (f *storeFlags) resolve() error {
 }
 
 func (f *storeFlags) addBolt(fs *pflag.FlagSet, dirHelp string) {
+	f.addBoltReadOnly(fs, dirHelp)
+	fs.BoolVar(&f.noSync, "no-sync", false, "bbolt: no fsync per commit (a machine crash may lose recent writes)")
+}
+
+// addBoltReadOnly adds the bbolt flags of a command that only reads.
+func (f *storeFlags) addBoltReadOnly(fs *pflag.FlagSet, dirHelp string) {
 	fs.StringVar(&f.dir, "dir", "", dirHelp)
 	fs.StringVar(&f.file, "file", "", "bbolt file (instead of --dir/"+boltFileName+")")
-	fs.BoolVar(&f.noSync, "no-sync", false, "bbolt: no fsync per commit (a machine crash may lose recent writes)")
 }
 
 func (c *clusterFlags) add(fs *pflag.FlagSet) {
@@ -137,7 +142,7 @@ func (c *clusterFlags) add(fs *pflag.FlagSet) {
 	if h := strings.TrimSpace(os.Getenv("CQLSEQ_CQL_HOSTS")); h != "" {
 		hosts = strings.Split(h, ",")
 	}
-	fs.StringSliceVar(&c.hosts, "hosts", hosts, "CQL contact points host[:port] (default from CQLSEQ_CQL_HOSTS)")
+	fs.StringSliceVar(&c.hosts, "hosts", hosts, "CQL contact points host[:port] (CQLSEQ_CQL_HOSTS when set)")
 	fs.StringVar(&c.keyspace, "keyspace", "cqlseq", "CQL keyspace")
 	fs.StringVar(&c.username, "username", "", "CQL user (password authentication)")
 	fs.StringVar(&c.password, "password", "", "CQL password (default from CQLSEQ_CQL_PASSWORD)")

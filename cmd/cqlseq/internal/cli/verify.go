@@ -56,7 +56,7 @@ open (a running bench), so verify it after that process ends.`,
 	}
 	fs := cmd.Flags()
 	f.store.addKind(fs)
-	f.store.addBolt(fs, "bbolt: directory of "+boltFileName)
+	f.store.addBoltReadOnly(fs, "bbolt: directory of "+boltFileName)
 	f.store.cluster.add(fs)
 	fs.Uint32Var(&f.app, "app", 1, "cluster application ID of the stored numbers (PLog keys carry none)")
 	fs.UintSliceVar(&f.partitions, "partition", []uint{0}, "partitions to verify (repeat or comma-separate)")
