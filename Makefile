@@ -66,7 +66,7 @@ test:
 
 # help prints the targets (this file's header).
 help:
-	@sed -n '2,/^$$/{s/^# \{0,1\}//;p}' $(firstword $(MAKEFILE_LIST))
+	@sed -n '1,/^$$/{s/^# \{0,1\}//;p}' $(firstword $(MAKEFILE_LIST))
 
 # test-unit ends with short fuzz runs of the bbolt open path (FuzzOpen:
 # truncated and bit-flipped copies of a real file never crash the process)
