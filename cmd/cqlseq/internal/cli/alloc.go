@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,7 +124,7 @@ func (f *allocFlags) validate() error {
 		errs = append(errs, fmt.Errorf("--procs %d, --goroutines %d: want at least 1 each", f.procs, f.goroutines))
 	}
 	if f.ids < 1 || f.ids > 1<<30 {
-		errs = append(errs, fmt.Errorf("--ids %d: want 1..%d (every ID is kept for the checks)", f.ids, 1<<30))
+		errs = append(errs, fmt.Errorf("--ids %d: want 1..%d", f.ids, 1<<30))
 	}
 	if f.spawn && f.store.kind != storeCQL {
 		errs = append(errs, errors.New("--spawn needs --store cql (a bbolt file admits one process at a time)"))
@@ -147,7 +148,53 @@ type procResult struct {
 	Monotonic       bool           `json:"monotonic"` // each goroutine's IDs and the chunks increase
 	Error           string         `json:"error,omitempty"`
 
-	ids []int64
+	runs []idRun // the IDs handed out, as runs of consecutive IDs
+}
+
+// idRun is a run of consecutive IDs [First, Last]: an ID handed out just
+// after its predecessor extends the run. A process's IDs are kept as runs
+// (at most one per chunk and goroutine while IDs increase), so that the
+// uniqueness check takes memory for the chunks, not for the IDs.
+type idRun struct{ First, Last int64 }
+
+// runsOf collects the IDs of one goroutine as runs.
+type runsOf struct {
+	runs      []idRun
+	n         uint64
+	monotonic bool
+}
+
+func (r *runsOf) add(v int64) {
+	if r.n == 0 {
+		r.monotonic = true
+	}
+	r.n++
+	if k := len(r.runs); k > 0 {
+		last := &r.runs[k-1]
+		if v <= last.Last {
+			r.monotonic = false
+		}
+		if v == last.Last+1 {
+			last.Last = v
+			return
+		}
+	}
+	r.runs = append(r.runs, idRun{v, v})
+}
+
+// overlaps returns how many IDs of runs were handed out more than once:
+// the IDs covered by more than one run.
+func overlaps(runs []idRun) uint64 {
+	slices.SortFunc(runs, func(a, b idRun) int { return cmp.Compare(a.First, b.First) })
+	var dup uint64
+	reach := int64(math.MinInt64) // the largest Last so far
+	for i, r := range runs {
+		if i > 0 && r.First <= reach {
+			dup += uint64(min(r.Last, reach) - r.First + 1)
+		}
+		reach = max(reach, r.Last)
+	}
+	return dup
 }
 
 // allocReport is alloc's report; --json writes it.
@@ -278,7 +325,7 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 	opened()
 	<-start
 	total := f.share(p)
-	per := make([][]int64, f.goroutines)
+	per := make([]runsOf, f.goroutines)
 	errs := make([]error, f.goroutines)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -288,16 +335,14 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 			n++
 		}
 		wg.Go(func() {
-			ids := make([]int64, 0, n)
 			for range n {
 				v, err := seq.Next(ctx)
 				if err != nil {
 					errs[g] = err
 					break
 				}
-				ids = append(ids, v)
+				per[g].add(v)
 			}
-			per[g] = ids
 		})
 	}
 	wg.Wait()
@@ -311,13 +356,13 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 		Chunks: seq.Chunks(), Monotonic: true,
 	}
 	r.Monotonic = slices.IsSortedFunc(r.Chunks, func(a, b galloc.Chunk) int { return cmp.Compare(a.First, b.First) })
-	for _, ids := range per {
-		if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+	for _, g := range per {
+		if g.n > 0 && !g.monotonic {
 			r.Monotonic = false
 		}
-		r.ids = append(r.ids, ids...)
+		r.runs = append(r.runs, g.runs...)
+		r.IDs += g.n
 	}
-	r.IDs = uint64(len(r.ids))
 	if err := errors.Join(errs...); err != nil {
 		r.Error = err.Error()
 		return r, fmt.Errorf("process %d: %w", p, err)
@@ -330,7 +375,7 @@ func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Dura
 	o.EnsureDefaults()
 	rep := allocReport{Store: desc, Sequence: f.name, Type: f.typ, ChunkSize: o.ChunkSize, Procs: f.procs,
 		Goroutines: f.goroutines, Spawned: f.spawn, Monotonic: true, Processes: results}
-	var all []int64
+	var all []idRun
 	for _, r := range results {
 		rep.IDs += r.IDs
 		rep.ElapsedS = max(rep.ElapsedS, r.ElapsedS)
@@ -341,18 +386,13 @@ func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Dura
 		rep.Waits += r.Waits
 		rep.LWTs += r.LWTs
 		rep.Monotonic = rep.Monotonic && r.Monotonic
-		all = append(all, r.ids...)
+		all = append(all, r.runs...)
 	}
 	if rep.ElapsedS == 0 {
 		rep.ElapsedS = wall.Seconds()
 	}
 	rep.PerSecond = float64(rep.IDs) / rep.ElapsedS
-	slices.Sort(all)
-	for i := 1; i < len(all); i++ {
-		if all[i] == all[i-1] {
-			rep.Duplicates++
-		}
-	}
+	rep.Duplicates = overlaps(all)
 	rep.Unique = rep.Duplicates == 0
 	return rep
 }
@@ -403,8 +443,9 @@ func runAllocChild(ctx context.Context, e *env, f *allocFlags) error {
 		return err
 	}
 	bw := bufio.NewWriter(idf)
-	for _, v := range r.ids {
-		_ = binary.Write(bw, binary.BigEndian, v)
+	for _, run := range r.runs {
+		_ = binary.Write(bw, binary.BigEndian, run.First)
+		_ = binary.Write(bw, binary.BigEndian, run.Last)
 	}
 	if err := errors.Join(bw.Flush(), idf.Close()); err != nil {
 		return err
@@ -476,11 +517,14 @@ func spawnAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (
 		if err != nil {
 			return nil, err
 		}
-		for i := 0; i+8 <= len(raw); i += 8 {
-			results[p].ids = append(results[p].ids, int64(binary.BigEndian.Uint64(raw[i:])))
+		var n uint64
+		for i := 0; i+16 <= len(raw); i += 16 {
+			run := idRun{int64(binary.BigEndian.Uint64(raw[i:])), int64(binary.BigEndian.Uint64(raw[i+8:]))}
+			results[p].runs = append(results[p].runs, run)
+			n += uint64(run.Last - run.First + 1)
 		}
-		if uint64(len(results[p].ids)) != results[p].IDs {
-			return nil, fmt.Errorf("child %d: %d IDs in its file, %d reported", p, len(results[p].ids), results[p].IDs)
+		if n != results[p].IDs {
+			return nil, fmt.Errorf("child %d: %d IDs in its file, %d reported", p, n, results[p].IDs)
 		}
 	}
 	return results, nil
