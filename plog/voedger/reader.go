@@ -14,9 +14,16 @@ import (
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
-	// PageTimeout bounds the read of one block (up to 4,096 events,
-	// callbacks included). 0: no bound other than ctx.
+	// PageTimeout bounds each storage.Read of one block (up to 4,096
+	// events; the callbacks are not included: the rows are read ahead into
+	// a buffer). 0: no bound other than ctx.
 	PageTimeout time.Duration
+
+	// ReadAhead and Retries as plog.ReaderOptions's: the blocks read
+	// concurrently after the one being delivered, and the retries of a
+	// block read that failed with storage.ErrUnavailable or timed out.
+	ReadAhead int
+	Retries   int
 
 	// OpaqueCorrupted accepts a sys.Corrupted event whose original bytes
 	// do not decode: it is passed with Original nil and the reason in
@@ -47,7 +54,7 @@ var readerLayout = blocks.Layout{
 
 // NewReader returns a Reader over st, the store of Voedger's PLog rows.
 func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
-	b, err := blocks.New(st, o.PageTimeout, readerLayout)
+	b, err := blocks.New(st, blocks.Options{PageTimeout: o.PageTimeout, ReadAhead: o.ReadAhead, Retries: o.Retries}, readerLayout)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +66,10 @@ func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
 // without error. A from of 0 or 1 starts at the partition's first stored
 // event: the first row of block 0 (Voedger's first offset is 1, but a
 // partition may begin later in the block, and nothing below its first
-// event is read). Blocks are read one storage.Read each, and the next
-// block only when the current one is complete to its last offset.
+// event is read). Blocks are read one storage.Read each: the block the read
+// starts in alone (a log that ends in it costs one storage.Read), then, once
+// a block is complete to its last offset, the next ReaderOptions.ReadAhead
+// concurrently while the events read are decoded and passed to cb.
 //
 // A row that does not decode (Decode) stops the read with an error
 // wrapping ErrCorrupt or ErrUnsupportedCodec that names the partition and
