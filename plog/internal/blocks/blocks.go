@@ -30,10 +30,6 @@ const (
 	// DefaultRetries is Options.Retries's default.
 	DefaultRetries = 2
 
-	// ctxCheckRows: a Read checks its context every ctxCheckRows rows it
-	// passes on (a block read ahead is delivered without storage calls).
-	ctxCheckRows = 64
-
 	// retryBackoff is the wait before a block's first retry; it doubles
 	// with each further one.
 	retryBackoff = 50 * time.Millisecond
@@ -177,7 +173,7 @@ func (r *Reader) Read(ctx context.Context, part isequencer.PartitionID, from ise
 			case off != next:
 				return nil // a gap
 			}
-			if rr.lo%ctxCheckRows == 0 && ctx.Err() != nil {
+			if ctx.Err() != nil { // an atomic load
 				return fmt.Errorf("%s: reading partition %d at offset %d: %w", r.l.Pkg, part, next, ctx.Err())
 			}
 			end := pos + rr.len
