@@ -96,8 +96,9 @@ func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, fr
 
 // SeqReader is a plog.PLogReader over a Voedger PLog, for
 // seqstorage.Options.Reader: each event is passed as a plog.Event with its
-// WSID, WLog offset and Numbers (the corrected numbers, possibly several
-// per SeqID; readers take the largest). Records and Payload are empty.
+// WSID, WLog offset and Numbers: per SeqID the largest of the event's
+// corrected numbers (Numbers), in the order of their SeqIDs' first
+// appearance. Records and Payload are empty.
 type SeqReader struct{ r *Reader }
 
 var _ plog.PLogReader = SeqReader{}
@@ -118,7 +119,7 @@ func (s SeqReader) ReadEvents(ctx context.Context, part isequencer.PartitionID, 
 		vals = Numbers(vals[:0], e)
 		pe = plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, WLogOffset: e.WLogOffset, Numbers: pe.Numbers[:0]}
 		for _, v := range vals {
-			pe.Numbers = append(pe.Numbers, plog.SeqNumber{SeqID: v.Key.SeqID, Number: v.Value})
+			pe.Numbers = appendMax(pe.Numbers, v.Key.SeqID, v.Value)
 		}
 		cbErr = cb(&pe)
 		return cbErr
@@ -130,4 +131,16 @@ func (s SeqReader) ReadEvents(ctx context.Context, part isequencer.PartitionID, 
 		return fmt.Errorf("%w: %w", plog.ErrCorrupt, err)
 	}
 	return err
+}
+
+// appendMax adds (id, n) to nums, or raises id's number to n: nums holds
+// one number per SeqID (an event names two SeqIDs).
+func appendMax(nums []plog.SeqNumber, id isequencer.SeqID, n isequencer.Number) []plog.SeqNumber {
+	for i := range nums {
+		if nums[i].SeqID == id {
+			nums[i].Number = max(nums[i].Number, n)
+			return nums
+		}
+	}
+	return append(nums, plog.SeqNumber{SeqID: id, Number: n})
 }
