@@ -270,6 +270,8 @@ type replayProgress struct {
 	began, ended time.Time
 }
 
+var _ plog.PLogReader = (*replayProgress)(nil)
+
 const progressEvery = 4096
 
 // ReadEvents implements plog.PLogReader.
