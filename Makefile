@@ -21,6 +21,9 @@
 #   make lint               go vet + staticcheck (+ check-ops when promtool is on PATH)
 #   make check-ops          the alert rules (promtool check/test rules) and the
 #                           metric names of ops/ (rules, tests, dashboard)
+#   make bench-recovery     issue 27: a sequencer opening and cqlseq actualize on
+#                           1,000,000 events (cqlseq's and Voedger's PLog) on
+#                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops
 #   make crash-bbolt        SIGKILL cqlseq bench on a bbolt file 100 times, verify after each
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
@@ -49,7 +52,7 @@ IT_CLUSTER   ?= auto
 FUZZTIME     ?= 20s
 VOEDGER_FUZZTIME ?= 10s
 
-.PHONY: help image check-containers bench-latency test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: help image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -301,6 +304,27 @@ bench-cql:
 	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "bench-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
 	$(GO) run ./cmd/cqlseq migrate $(MIGRATE_ARGS)
 	$(GO) run ./cmd/cqlseq bench --store cql --baseline $(BENCH_ARGS)
+
+# bench-recovery runs cqlseq-recoverybench (testenv/recoverybench) on
+# CQLSEQ_CQL_HOSTS, else on one launcher node it starts and stops whatever the
+# outcome (trap on EXIT): it writes 1,000,000 events over 10,000 workspaces
+# into partition 0 of a fresh keyspace per PLog format (cqlseq's trust2 PLog
+# by plog.Writer.WriteGroup, Voedger's from the golden rows), then, in 3
+# interleaved runs, times a sequencer opening (New -> first ok Start, a child
+# process) and cqlseq actualize, and prints wall time and peak RSS with their
+# medians. RECOVERY_ARGS adds flags: -runs N, -keyspace-cqlseq/-keyspace-voedger
+# (reuse written keyspaces), -variant name=BENCH,CQLSEQ (compare builds).
+bench-recovery: build
+	$(GO) build -o $(BIN)/cqlseq-recoverybench ./testenv/recoverybench/cmd/cqlseq-recoverybench
+	@set -euo pipefail; \
+	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then hosts=$$CQLSEQ_CQL_HOSTS; \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.recovery.$$$$.json; \
+	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  hosts=$$($(LAUNCHER) up -heap 1g -timeout 600s -state "$$state"); \
+	fi; \
+	echo "bench-recovery: Cassandra at $$hosts; load: $$(uptime)"; \
+	$(BIN)/cqlseq-recoverybench -hosts $$hosts -cqlseq $(BIN)/cqlseq $(RECOVERY_ARGS)
 
 # bench-latency runs cqlseq-netbench (integration/netcluster): three
 # containers of cqlseq/cassandra on one Docker network, RF 3, one-way delays

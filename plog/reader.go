@@ -28,10 +28,29 @@ type PLogReader interface {
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
-	// PageTimeout bounds the read of one storage partition (up to 4,096
-	// events, callbacks included). 0: no bound other than ctx.
+	// PageTimeout bounds each storage.Read of one storage partition (up
+	// to 4,096 events; the callbacks are not included: the rows are read
+	// ahead into a buffer). 0: no bound other than ctx.
 	PageTimeout time.Duration
+
+	// ReadAhead is how many storage partitions after the one being
+	// delivered are read concurrently (once the log is known to extend
+	// past the first one read). 0: DefaultReadAhead; negative: none. A
+	// read holds up to ReadAhead+1 storage partitions' rows in memory.
+	ReadAhead int
+
+	// Retries is how many times the read of a storage partition that
+	// failed with storage.ErrUnavailable or timed out is retried, from
+	// the first event it has not received (no event is passed twice).
+	// 0: DefaultRetries; negative: none.
+	Retries int
 }
+
+// Defaults of ReaderOptions.
+const (
+	DefaultReadAhead = blocks.DefaultReadAhead
+	DefaultRetries   = blocks.DefaultRetries
+)
 
 // Reader reads FormatV1 events from a storage.Storage. Safe for concurrent
 // use.
@@ -51,7 +70,7 @@ var readerLayout = blocks.Layout{
 
 // NewReader returns a Reader over st.
 func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
-	b, err := blocks.New(st, o.PageTimeout, readerLayout)
+	b, err := blocks.New(st, blocks.Options{PageTimeout: o.PageTimeout, ReadAhead: o.ReadAhead, Retries: o.Retries}, readerLayout)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +80,10 @@ func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
 // ReadEvents implements PLogReader. It reads one storage partition per
 // storage.Read call, from the offset's clustering key to the end of the
 // event clustering keys (0x1000, so that a block's fence row at FenceCC is
-// never read as an event), and moves to the next storage partition only when the current one
-// was complete to its last offset.
+// never read as an event). The storage partition the read starts in is
+// read alone (a log that ends in it costs one storage.Read); once one is
+// complete to its last offset, the next ReaderOptions.ReadAhead are read
+// concurrently while the events read are decoded and passed to cb.
 func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, from isequencer.PLogOffset, cb func(e *Event) error) error {
 	var e Event
 	return r.b.Read(ctx, part, max(from, 1), func(off isequencer.PLogOffset, value []byte) error {

@@ -64,14 +64,16 @@ func TestReaderCrossesStoragePartitions(t *testing.T) {
 	last := isequencer.PLogOffset(2*EventsPerPartition + 10) // 8202
 	putEvents(t, st, part, span(1, last)...)
 	putEvents(t, st, part+1, span(1, 5)...) // another partition is not read
-	r, err := NewReader(st, ReaderOptions{})
+	serial, err := NewReader(st, ReaderOptions{ReadAhead: -1})
+	require.NoError(t, err)
+	ahead, err := NewReader(st, ReaderOptions{})
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		from   isequencer.PLogOffset
 		wfirst isequencer.PLogOffset
 		wn     int
-		wreads int64
+		wreads int64 // without read-ahead: the complete storage partitions read, and one more
 	}{
 		{0, 1, int(last), 3},
 		{1, 1, int(last), 3},
@@ -82,29 +84,49 @@ func TestReaderCrossesStoragePartitions(t *testing.T) {
 		{last + 1, 0, 0, 1},
 		{100_000, 0, 0, 1},
 	} {
-		st.Reset()
-		got, err := readAll(t, r, part, tc.from)
-		require.NoError(t, err)
-		require.Len(t, got, tc.wn, "from %d", tc.from)
-		if tc.wn > 0 {
-			assert.Equal(t, tc.wfirst, got[0], "from %d", tc.from)
-			assert.Equal(t, last, got[len(got)-1], "from %d", tc.from)
-			for i := 1; i < len(got); i++ {
-				require.Equal(t, got[i-1]+1, got[i], "from %d: offsets in order, no repeats", tc.from)
-			}
+		// With read-ahead, each complete storage partition is followed by
+		// DefaultReadAhead concurrent reads; the one the read starts in is
+		// read alone.
+		waheadReads := tc.wreads
+		if tc.wreads > 1 {
+			waheadReads = tc.wreads - 1 + DefaultReadAhead
 		}
-		assert.Equal(t, tc.wreads, st.Calls(faulty.OpRead), "from %d: storage reads", tc.from)
+		for _, c := range []struct {
+			name   string
+			r      *Reader
+			wreads int64
+		}{{"serial", serial, tc.wreads}, {"read-ahead", ahead, waheadReads}} {
+			st.Reset()
+			got, err := readAll(t, c.r, part, tc.from)
+			require.NoError(t, err)
+			require.Len(t, got, tc.wn, "%s from %d", c.name, tc.from)
+			if tc.wn > 0 {
+				assert.Equal(t, tc.wfirst, got[0], "%s from %d", c.name, tc.from)
+				assert.Equal(t, last, got[len(got)-1], "%s from %d", c.name, tc.from)
+				for i := 1; i < len(got); i++ {
+					require.Equal(t, got[i-1]+1, got[i], "%s from %d: offsets in order, no repeats", c.name, tc.from)
+				}
+			}
+			assert.Equal(t, c.wreads, st.Calls(faulty.OpRead), "%s from %d: storage reads", c.name, tc.from)
+		}
 	}
 }
 
 func TestReaderFullStoragePartitionThenEnd(t *testing.T) {
 	st := newMem(t)
 	putEvents(t, st, 1, span(1, 2*EventsPerPartition-1)...) // ends exactly at a storage partition's end
-	r, _ := NewReader(st, ReaderOptions{})
+	r, _ := NewReader(st, ReaderOptions{ReadAhead: -1})
 	got, err := readAll(t, r, 1, 1)
 	require.NoError(t, err)
 	assert.Len(t, got, 2*EventsPerPartition-1)
 	assert.Equal(t, int64(3), st.Calls(faulty.OpRead), "the empty third storage partition ends the log")
+
+	st.Reset()
+	r, _ = NewReader(st, ReaderOptions{ReadAhead: 2})
+	got, err = readAll(t, r, 1, 1)
+	require.NoError(t, err)
+	assert.Len(t, got, 2*EventsPerPartition-1)
+	assert.Equal(t, int64(4), st.Calls(faulty.OpRead), "read-ahead: two reads after each complete storage partition")
 }
 
 func TestReaderStopsAtFirstGap(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
@@ -129,4 +130,59 @@ func BenchmarkCleanupDuringOutage(b *testing.B) {
 		total += time.Since(began)
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/cleanup")
+}
+
+// TestCancelDuringReplay: CancelCalls (the sequencer's cleanup) or the
+// caller's ctx, during a long replay whose PLog reads are slow (30 ms
+// each, read ahead), ends ActualizeSequencesFromPLog within 100 ms, and
+// the reads it started have ended (goleak, TestMain).
+func TestCancelDuringReplay(t *testing.T) {
+	inner := mem.New(mem.Options{})
+	t.Cleanup(func() { _ = inner.Close() })
+	writeEvents(t, inner, 6*plog.EventsPerPartition)
+	for _, how := range []string{"CancelCalls", "ctx"} {
+		t.Run(how, func(t *testing.T) {
+			st, err := faulty.New(inner, faulty.Options{Rules: []faulty.Rule{
+				{Ops: []string{faulty.OpRead}, Action: faulty.Delay, Delay: 30 * time.Millisecond},
+			}})
+			require.NoError(t, err)
+			s := newStorage(t, Options{Storage: st, Timeout: outageTimeout})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			began := make(chan struct{})
+			done := make(chan error, 1)
+			var events int
+			go func() {
+				done <- s.ActualizeSequencesFromPLog(ctx, 1, func([]isequencer.SeqValue, isequencer.PLogOffset) error {
+					if events++; events == plog.EventsPerPartition {
+						close(began) // the first block is delivered: the rest is read ahead
+					}
+					return nil
+				})
+			}()
+			select {
+			case <-began:
+			case err := <-done:
+				t.Fatalf("ended before the second block: %v", err)
+			}
+			stopped := time.Now()
+			if how == "ctx" {
+				cancel()
+			} else {
+				s.CancelCalls()
+			}
+			select {
+			case err := <-done:
+				assert.Less(t, time.Since(stopped), 100*time.Millisecond)
+				require.Error(t, err)
+				if how == "ctx" {
+					assert.ErrorIs(t, err, context.Canceled)
+				} else {
+					assert.ErrorIs(t, err, ErrCanceled)
+				}
+			case <-time.After(time.Second):
+				t.Fatal("ActualizeSequencesFromPLog did not return within 1 s")
+			}
+		})
+	}
 }

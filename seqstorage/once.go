@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/cqlseq/cqlseq/isequencer"
 )
 
@@ -38,10 +40,11 @@ type Actualized struct {
 // ActualizeOnce does what a sequencer does when it opens, without issuing
 // anything: it reads the stored next PLog offset, replays the PLog from
 // it through ActualizeSequencesFromPLog, and, for every workspace the
-// events name, reads the stored numbers and reports the last and the next
-// number of each SeqID in initial and each other SeqID the events name.
-// initial gives the workspaces' SeqIDs with their initial values (a SeqID
-// not in it starts at 1). With write, it stores the actualized numbers and the next
+// events name, reads the stored numbers (up to Options.WriteWorkers
+// workspaces at a time) and reports the last and the next number of each
+// SeqID in initial and each other SeqID the events name. initial gives the
+// workspaces' SeqIDs with their initial values (a SeqID not in it starts
+// at 1). With write, it stores the actualized numbers and the next
 // offset with WriteValuesAndNextPLogOffset, so that a sequencer opened
 // afterwards starts from them; without, it writes nothing.
 func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, write bool) (*Actualized, error) {
@@ -76,13 +79,28 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 			byWS[k.WSID] = append(byWS[k.WSID], k.SeqID)
 		}
 	}
-	batch := make([]isequencer.SeqValue, 0, len(found))
+	// The stored numbers, one ReadNumbers per workspace, up to
+	// Options.WriteWorkers at a time.
+	wss := make([]isequencer.WSID, 0, len(byWS))
 	for ws, ids := range byWS {
 		slices.Sort(ids)
-		nums, err := s.ReadNumbers(ws, ids)
-		if err != nil {
-			return nil, err
-		}
+		wss = append(wss, ws)
+	}
+	storedNums := make([][]isequencer.Number, len(wss))
+	var g errgroup.Group
+	g.SetLimit(s.o.WriteWorkers)
+	for i, ws := range wss {
+		g.Go(func() (err error) {
+			storedNums[i], err = s.ReadNumbers(ws, byWS[ws])
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	batch := make([]isequencer.SeqValue, 0, len(found))
+	for w, ws := range wss {
+		ids, nums := byWS[ws], storedNums[w]
 		for i, id := range ids {
 			k := isequencer.NumberKey{WSID: ws, SeqID: id}
 			last := max(nums[i], found[k])

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 )
@@ -175,38 +176,38 @@ func decodeAt(part isequencer.PartitionID, off isequencer.PLogOffset, value []by
 
 func decodeEvent(b []byte, depth int, opaque bool) (*Event, error) {
 	d := &cursor{b: b}
-	e := &Event{Codec: d.u8("codec")}
+	e := &Event{Codec: d.u8(name{what: "codec"})}
 	if d.err != nil {
 		return nil, d.err
 	}
 	if e.Codec != Codec1 && e.Codec != Codec2 {
 		return nil, fmt.Errorf("%w %d (want %d or %d)", ErrUnsupportedCodec, e.Codec, Codec1, Codec2)
 	}
-	if e.QNameID = d.u16("event QName ID"); d.err == nil && e.QNameID == 0 {
+	if e.QNameID = d.u16(name{what: "event QName ID"}); d.err == nil && e.QNameID == 0 {
 		return nil, fmt.Errorf("%w: event with the null QName", ErrCorrupt)
 	}
-	e.HandlingPartition = isequencer.PartitionID(d.u16("partition"))
-	e.PLogOffset = isequencer.PLogOffset(d.u64("PLog offset"))
-	e.WSID = isequencer.WSID(d.u64("WSID"))
-	e.WLogOffset = d.u64("WLog offset")
-	e.RegisteredAt = int64(d.u64("registered-at"))
-	if e.Synced = d.bool("sync flag"); e.Synced {
-		e.DeviceID = d.u16("device ID")
-		e.SyncedAt = int64(d.u64("synced-at"))
+	e.HandlingPartition = isequencer.PartitionID(d.u16(name{what: "partition"}))
+	e.PLogOffset = isequencer.PLogOffset(d.u64(name{what: "PLog offset"}))
+	e.WSID = isequencer.WSID(d.u64(name{what: "WSID"}))
+	e.WLogOffset = d.u64(name{what: "WLog offset"})
+	e.RegisteredAt = int64(d.u64(name{what: "registered-at"}))
+	if e.Synced = d.bool(name{what: "sync flag"}); e.Synced {
+		e.DeviceID = d.u16(name{what: "device ID"})
+		e.SyncedAt = int64(d.u64(name{what: "synced-at"}))
 	}
-	e.Valid = d.bool("valid flag")
+	e.Valid = d.bool(name{what: "valid flag"})
 	if d.err == nil && e.WSID == 0 {
 		return nil, fmt.Errorf("%w: WSID 0", ErrCorrupt)
 	}
 	if !e.Valid {
-		e.Error = string(d.bytes(int(d.u16("error length")), "error text"))
-		e.OriginalQName = string(d.bytes(int(d.u16("original QName length")), "original QName"))
-		e.OriginalBytes = d.bytes(int(d.u32("original bytes length")), "original bytes")
+		e.Error = string(d.bytes(int(d.u16(name{what: "error length"})), name{what: "error text"}))
+		e.OriginalQName = string(d.bytes(int(d.u16(name{what: "original QName length"})), name{what: "original QName"}))
+		e.OriginalBytes = d.bytes(int(d.u32(name{what: "original bytes length"})), name{what: "original bytes"})
 	} else {
-		d.object(&e.Argument, 0, "argument")
-		d.object(&e.Unlogged, 0, "unlogged argument")
-		e.Creates = d.cuds(e.Codec, "create")
-		e.Updates = d.cuds(e.Codec, "update")
+		d.object(&e.Argument, 0, name{what: "argument"})
+		d.object(&e.Unlogged, 0, name{what: "unlogged argument"})
+		e.Creates = d.cuds(e.Codec, name{what: "create"})
+		e.Updates = d.cuds(e.Codec, name{what: "update"})
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -241,7 +242,7 @@ type cursor struct {
 	err error
 }
 
-func (d *cursor) take(n int, what string) []byte {
+func (d *cursor) take(n int, what name) []byte {
 	if d.err != nil {
 		return nil
 	}
@@ -254,35 +255,35 @@ func (d *cursor) take(n int, what string) []byte {
 	return s
 }
 
-func (d *cursor) u8(what string) byte {
+func (d *cursor) u8(what name) byte {
 	if s := d.take(1, what); s != nil {
 		return s[0]
 	}
 	return 0
 }
 
-func (d *cursor) u16(what string) uint16 {
+func (d *cursor) u16(what name) uint16 {
 	if s := d.take(2, what); s != nil {
 		return binary.BigEndian.Uint16(s)
 	}
 	return 0
 }
 
-func (d *cursor) u32(what string) uint32 {
+func (d *cursor) u32(what name) uint32 {
 	if s := d.take(4, what); s != nil {
 		return binary.BigEndian.Uint32(s)
 	}
 	return 0
 }
 
-func (d *cursor) u64(what string) uint64 {
+func (d *cursor) u64(what name) uint64 {
 	if s := d.take(8, what); s != nil {
 		return binary.BigEndian.Uint64(s)
 	}
 	return 0
 }
 
-func (d *cursor) bool(what string) bool {
+func (d *cursor) bool(what name) bool {
 	switch v := d.u8(what); {
 	case d.err != nil:
 	case v > 1:
@@ -293,7 +294,7 @@ func (d *cursor) bool(what string) bool {
 	return false
 }
 
-func (d *cursor) bytes(n int, what string) []byte {
+func (d *cursor) bytes(n int, what name) []byte {
 	if n == 0 || d.err != nil {
 		return nil
 	}
@@ -301,31 +302,31 @@ func (d *cursor) bytes(n int, what string) []byte {
 }
 
 // row reads a row's system fields and skips its user fields.
-func (d *cursor) row(r *Row, what string) {
-	if r.QNameID = d.u16(what + " QName ID"); r.QNameID == 0 || d.err != nil {
+func (d *cursor) row(r *Row, what name) {
+	if r.QNameID = d.u16(what.with(" QName ID")); r.QNameID == 0 || d.err != nil {
 		return
 	}
-	if r.Mask = d.u16(what + " system fields mask"); d.err == nil && r.Mask&^maskKnown != 0 {
+	if r.Mask = d.u16(what.with(" system fields mask")); d.err == nil && r.Mask&^maskKnown != 0 {
 		d.err = fmt.Errorf("%w: %s: system fields mask %#04x has unknown bits", ErrCorrupt, what, r.Mask)
 		return
 	}
 	if r.Mask&MaskID != 0 {
-		r.ID = d.u64(what + " ID")
+		r.ID = d.u64(what.with(" ID"))
 	}
 	if r.Mask&MaskParentID != 0 {
-		r.ParentID = d.u64(what + " parent ID")
+		r.ParentID = d.u64(what.with(" parent ID"))
 	}
 	if r.Mask&MaskContainer != 0 {
-		r.ContainerID = d.u16(what + " container ID")
+		r.ContainerID = d.u16(what.with(" container ID"))
 	}
 	if r.Mask&MaskIsActive != 0 {
-		r.Inactive = !d.bool(what + " IsActive")
+		r.Inactive = !d.bool(what.with(" IsActive"))
 	}
-	d.take(int(d.u32(what+" user fields length")), what+" user fields")
+	d.take(int(d.u32(what.with(" user fields length"))), what.with(" user fields"))
 }
 
 // object reads an argument object and its children.
-func (d *cursor) object(o *Object, depth int, what string) {
+func (d *cursor) object(o *Object, depth int, what name) {
 	if depth > maxDepth {
 		d.err = fmt.Errorf("%w: %s: objects nested deeper than %d", ErrCorrupt, what, maxDepth)
 		return
@@ -333,7 +334,7 @@ func (d *cursor) object(o *Object, depth int, what string) {
 	if d.row(&o.Row, what); o.QNameID == 0 || d.err != nil {
 		return
 	}
-	n := int(d.u16(what + " children count"))
+	n := int(d.u16(what.with(" children count")))
 	if d.err != nil || n == 0 {
 		return
 	}
@@ -341,13 +342,13 @@ func (d *cursor) object(o *Object, depth int, what string) {
 	o.Children = make([]Object, 0, min(n, (len(d.b)-d.pos)/2))
 	for i := 0; i < n && d.err == nil; i++ {
 		o.Children = append(o.Children, Object{})
-		d.object(&o.Children[i], depth+1, what+" child")
+		d.object(&o.Children[i], depth+1, what.child())
 	}
 }
 
 // cuds reads a count and that many CUD rows.
-func (d *cursor) cuds(codec byte, what string) []CUD {
-	n := int(d.u16(what + "s count"))
+func (d *cursor) cuds(codec byte, what name) []CUD {
+	n := int(d.u16(what.with("s count")))
 	if d.err != nil || n == 0 {
 		return nil
 	}
@@ -358,8 +359,8 @@ func (d *cursor) cuds(codec byte, what string) []CUD {
 			d.err = fmt.Errorf("%w: %s %d has the null QName", ErrCorrupt, what, i)
 		}
 		if codec >= Codec2 {
-			if k := int(d.u16(what + " emptied fields count")); k > 0 {
-				idx := d.take(2*k, what+" emptied field indexes")
+			if k := int(d.u16(what.with(" emptied fields count"))); k > 0 {
+				idx := d.take(2*k, what.with(" emptied field indexes"))
 				for j := 0; j+1 < len(idx); j += 2 {
 					c.Emptied = append(c.Emptied, binary.BigEndian.Uint16(idx[j:]))
 				}
@@ -368,4 +369,23 @@ func (d *cursor) cuds(codec byte, what string) []CUD {
 		out = append(out, c)
 	}
 	return out
+}
+
+// name names a field in error messages. Decoding passes names by value
+// and builds the text (String) only when it reports an error: building
+// it for every field read was most of the decoding's allocation.
+type name struct {
+	what  string // the part, such as "argument" or "create"
+	depth int    // how deep in the argument's children (" child" each)
+	field string // the field of the part, such as " QName ID"
+}
+
+// with returns n naming field of its part.
+func (n name) with(field string) name { n.field = field; return n }
+
+// child returns n naming a child object of its part.
+func (n name) child() name { n.depth++; return n }
+
+func (n name) String() string {
+	return n.what + strings.Repeat(" child", n.depth) + n.field
 }

@@ -74,13 +74,23 @@ func Numbers(dst []isequencer.SeqValue, e *Event) []isequencer.SeqValue {
 
 func appendRecordIDs(dst []isequencer.SeqValue, e *Event) []isequencer.SeqValue {
 	key := isequencer.NumberKey{WSID: e.WSID, SeqID: SeqIDRecordID}
-	for _, id := range e.ArgumentIDs() {
-		dst = append(dst, isequencer.SeqValue{Key: key, Value: isequencer.Number(id)})
-	}
+	dst = appendArgumentIDs(dst, key, &e.Argument)
 	for _, c := range e.Creates {
 		if c.ID != 0 {
 			dst = append(dst, isequencer.SeqValue{Key: key, Value: isequencer.Number(c.ID)})
 		}
+	}
+	return dst
+}
+
+// appendArgumentIDs appends the IDs of o's tree that Event.ArgumentIDs
+// returns, in its order, without building that slice.
+func appendArgumentIDs(dst []isequencer.SeqValue, key isequencer.NumberKey, o *Object) []isequencer.SeqValue {
+	if o.Mask&MaskID != 0 && o.ID != 0 {
+		dst = append(dst, isequencer.SeqValue{Key: key, Value: isequencer.Number(o.ID)})
+	}
+	for i := range o.Children {
+		dst = appendArgumentIDs(dst, key, &o.Children[i])
 	}
 	return dst
 }

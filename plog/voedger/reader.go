@@ -14,9 +14,16 @@ import (
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
-	// PageTimeout bounds the read of one block (up to 4,096 events,
-	// callbacks included). 0: no bound other than ctx.
+	// PageTimeout bounds each storage.Read of one block (up to 4,096
+	// events; the callbacks are not included: the rows are read ahead into
+	// a buffer). 0: no bound other than ctx.
 	PageTimeout time.Duration
+
+	// ReadAhead and Retries as plog.ReaderOptions's: the blocks read
+	// concurrently after the one being delivered, and the retries of a
+	// block read that failed with storage.ErrUnavailable or timed out.
+	ReadAhead int
+	Retries   int
 
 	// OpaqueCorrupted accepts a sys.Corrupted event whose original bytes
 	// do not decode: it is passed with Original nil and the reason in
@@ -47,7 +54,7 @@ var readerLayout = blocks.Layout{
 
 // NewReader returns a Reader over st, the store of Voedger's PLog rows.
 func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
-	b, err := blocks.New(st, o.PageTimeout, readerLayout)
+	b, err := blocks.New(st, blocks.Options{PageTimeout: o.PageTimeout, ReadAhead: o.ReadAhead, Retries: o.Retries}, readerLayout)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +66,10 @@ func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
 // without error. A from of 0 or 1 starts at the partition's first stored
 // event: the first row of block 0 (Voedger's first offset is 1, but a
 // partition may begin later in the block, and nothing below its first
-// event is read). Blocks are read one storage.Read each, and the next
-// block only when the current one is complete to its last offset.
+// event is read). Blocks are read one storage.Read each: the block the read
+// starts in alone (a log that ends in it costs one storage.Read), then, once
+// a block is complete to its last offset, the next ReaderOptions.ReadAhead
+// concurrently while the events read are decoded and passed to cb.
 //
 // A row that does not decode (Decode) stops the read with an error
 // wrapping ErrCorrupt or ErrUnsupportedCodec that names the partition and
@@ -87,8 +96,9 @@ func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, fr
 
 // SeqReader is a plog.PLogReader over a Voedger PLog, for
 // seqstorage.Options.Reader: each event is passed as a plog.Event with its
-// WSID, WLog offset and Numbers (the corrected numbers, possibly several
-// per SeqID; readers take the largest). Records and Payload are empty.
+// WSID, WLog offset and Numbers: per SeqID the largest of the event's
+// corrected numbers (Numbers), in the order of their SeqIDs' first
+// appearance. Records and Payload are empty.
 type SeqReader struct{ r *Reader }
 
 var _ plog.PLogReader = SeqReader{}
@@ -109,7 +119,7 @@ func (s SeqReader) ReadEvents(ctx context.Context, part isequencer.PartitionID, 
 		vals = Numbers(vals[:0], e)
 		pe = plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, WLogOffset: e.WLogOffset, Numbers: pe.Numbers[:0]}
 		for _, v := range vals {
-			pe.Numbers = append(pe.Numbers, plog.SeqNumber{SeqID: v.Key.SeqID, Number: v.Value})
+			pe.Numbers = appendMax(pe.Numbers, v.Key.SeqID, v.Value)
 		}
 		cbErr = cb(&pe)
 		return cbErr
@@ -121,4 +131,16 @@ func (s SeqReader) ReadEvents(ctx context.Context, part isequencer.PartitionID, 
 		return fmt.Errorf("%w: %w", plog.ErrCorrupt, err)
 	}
 	return err
+}
+
+// appendMax adds (id, n) to nums, or raises id's number to n: nums holds
+// one number per SeqID (an event names two SeqIDs).
+func appendMax(nums []plog.SeqNumber, id isequencer.SeqID, n isequencer.Number) []plog.SeqNumber {
+	for i := range nums {
+		if nums[i].SeqID == id {
+			nums[i].Number = max(nums[i].Number, n)
+			return nums
+		}
+	}
+	return append(nums, plog.SeqNumber{SeqID: id, Number: n})
 }

@@ -307,3 +307,44 @@ func TestCheckFindsDuplicates(t *testing.T) {
 	assert.Contains(t, kinds, voedger.WLogOffsetBack)
 	assert.Equal(t, isequencer.PLogOffset(last+1), rep.Last)
 }
+
+// TestSeqReaderLargestPerSeqID: SeqReader passes, per event and SeqID, the
+// largest of the event's Numbers, once.
+func TestSeqReaderLargestPerSeqID(t *testing.T) {
+	g := golden(t)
+	st, _ := memStores(t)
+	ctx := context.Background()
+	require.NoError(t, g.PutPLog(ctx, st))
+	r, err := voedger.NewReader(st, voedger.ReaderOptions{})
+	require.NoError(t, err)
+	for _, p := range g.Partitions() {
+		part := isequencer.PartitionID(p)
+		want := map[isequencer.PLogOffset]map[isequencer.SeqID]isequencer.Number{}
+		several := 0 // events with several numbers of one SeqID
+		require.NoError(t, r.ReadEvents(ctx, part, 0, func(e *voedger.Event) error {
+			w := map[isequencer.SeqID]isequencer.Number{}
+			vals := voedger.Numbers(nil, e)
+			for _, v := range vals {
+				w[v.Key.SeqID] = max(w[v.Key.SeqID], v.Value)
+			}
+			if len(vals) > len(w) {
+				several++
+			}
+			want[e.Offset] = w
+			return nil
+		}))
+		got := map[isequencer.PLogOffset]map[isequencer.SeqID]isequencer.Number{}
+		require.NoError(t, r.SeqReader().ReadEvents(ctx, part, 0, func(e *plog.Event) error {
+			m := map[isequencer.SeqID]isequencer.Number{}
+			for _, n := range e.Numbers {
+				_, dup := m[n.SeqID]
+				assert.False(t, dup, "partition %d offset %d: SeqID %d twice", p, e.Offset, n.SeqID)
+				m[n.SeqID] = n.Number
+			}
+			got[e.Offset] = m
+			return nil
+		}))
+		assert.Equal(t, want, got, "partition %d", p)
+		t.Logf("partition %d: %d events, %d with several numbers of one SeqID", p, len(want), several)
+	}
+}

@@ -266,7 +266,10 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 		args = append(args, to)
 	}
 	var state []byte
-	page := make([]storage.Row, 0, s.o.PageSize)
+	// Grown by append as rows come: most reads (a workspace's numbers)
+	// return a few rows, and a page of PageSize rows per call was most of
+	// their allocation.
+	page := make([]storage.Row, 0, min(s.o.PageSize, 16))
 	for {
 		var err error
 		page, state, err = s.readPage(ctx, s.stmt.read[which], args, state, page[:0])

@@ -37,7 +37,7 @@ func newReader(t *testing.T, offs ...uint64) (*Reader, *mem.Store) {
 	for _, off := range offs {
 		put(t, st, testLayout.AppendPKey(nil, 1, off>>loBits), binary.BigEndian.AppendUint16(nil, uint16(off&loMask)), off)
 	}
-	r, err := New(st, 0, testLayout)
+	r, err := New(st, Options{}, testLayout)
 	require.NoError(t, err)
 	return r, st
 }
@@ -130,7 +130,7 @@ func TestReadErrors(t *testing.T) {
 }
 
 func TestNewReportsEveryProblem(t *testing.T) {
-	_, err := New(nil, -1, testLayout)
+	_, err := New(nil, Options{PageTimeout: -1}, testLayout)
 	require.ErrorIs(t, err, errInvalid)
 	assert.EqualError(t, err, "test: invalid options: Storage is nil\ntest: invalid options: PageTimeout -1ns, must be >= 0")
 }

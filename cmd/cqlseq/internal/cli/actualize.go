@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -118,10 +119,15 @@ type actualizeJSON struct {
 }
 
 type actualizedPartition struct {
-	Partition      uint16             `json:"partition"`
-	NextPLogOffset uint64             `json:"next_plog_offset"`
-	Events         uint64             `json:"events"`
-	Numbers        []actualizedNumber `json:"numbers"`
+	Partition      uint16 `json:"partition"`
+	NextPLogOffset uint64 `json:"next_plog_offset"`
+	Events         uint64 `json:"events"`
+	// OffsetReached is the offset of the last event read (0: none);
+	// ReadSeconds the replay's duration and EventsPerSecond its rate.
+	OffsetReached   uint64             `json:"offset_reached"`
+	ReadSeconds     float64            `json:"read_seconds"`
+	EventsPerSecond float64            `json:"events_per_second"`
+	Numbers         []actualizedNumber `json:"numbers"`
 }
 
 type actualizedNumber struct {
@@ -191,16 +197,27 @@ func runActualize(ctx context.Context, e *env, f *actualizeFlags) (err error) {
 	fmt.Fprintf(w, "actualize: %s PLog in %s, sequence rows in %s, app %d\n", f.plogFormat, plogSt.desc, seqSt.desc, f.app)
 	out := actualizeJSON{PLogFormat: f.plogFormat, App: f.app, Written: f.write, Partitions: []actualizedPartition{}}
 	for _, p := range f.partitions {
-		s, initial, err := f.seqStorage(plogSt, seqSt, isequencer.PartitionID(p))
+		bar := e.newSpinner(fmt.Sprintf("actualize partition %d", p))
+		var rd replayProgress
+		if bar != nil {
+			rd.report = func(r *replayProgress) {
+				bar.Describe(fmt.Sprintf("actualize partition %d: %s events, %s events/s, offset %d", p, commas(r.events), commas(uint64(r.rate())), r.last))
+			}
+		}
+		s, initial, err := f.seqStorage(plogSt, seqSt, isequencer.PartitionID(p), &rd)
 		if err != nil {
 			return err
 		}
 		a, err := s.ActualizeOnce(ctx, initial, f.write)
+		if bar != nil {
+			_ = bar.Finish()
+		}
 		if err != nil {
 			return fmt.Errorf("partition %d: %w", p, err)
 		}
-		printActualized(e, a)
-		jp := actualizedPartition{Partition: uint16(a.Partition), NextPLogOffset: uint64(a.Next), Events: a.Events, Numbers: []actualizedNumber{}}
+		printActualized(e, a, &rd)
+		jp := actualizedPartition{Partition: uint16(a.Partition), NextPLogOffset: uint64(a.Next), Events: a.Events,
+			OffsetReached: uint64(rd.last), ReadSeconds: rd.elapsed().Seconds(), EventsPerSecond: rd.rate(), Numbers: []actualizedNumber{}}
 		for _, n := range a.Numbers {
 			jp.Numbers = append(jp.Numbers, actualizedNumber{WSID: uint64(n.WSID), SeqID: uint16(n.SeqID), Last: uint64(n.Last), Next: uint64(n.Next)})
 		}
@@ -218,22 +235,79 @@ func runActualize(ctx context.Context, e *env, f *actualizeFlags) (err error) {
 }
 
 // seqStorage returns the partition's seqstorage.Storage for the PLog
-// format and the initial values of its sequences.
-func (f *actualizeFlags) seqStorage(plogSt, seqSt *openedStore, part isequencer.PartitionID) (*seqstorage.Storage, map[isequencer.SeqID]isequencer.Number, error) {
+// format, reading the PLog through rd, and the initial values of its
+// sequences.
+func (f *actualizeFlags) seqStorage(plogSt, seqSt *openedStore, part isequencer.PartitionID, rd *replayProgress) (*seqstorage.Storage, map[isequencer.SeqID]isequencer.Number, error) {
 	app := isequencer.ClusterAppID(f.app)
+	o := seqstorage.Options{Storage: seqSt.st, App: app, Partition: part, Timeout: scanPageTimeout}
+	var initial map[isequencer.SeqID]isequencer.Number
 	if f.plogFormat == plogFormatVoedger {
-		s, err := seqstorage.NewVoedger(seqstorage.VoedgerOptions{PLog: plogSt.st, Seq: seqSt.st, App: app, Partition: part, Timeout: scanPageTimeout, OpaqueCorrupted: f.opaqueCorrupted})
-		return s, voedger.SeqTypes(), err
+		// seqstorage.NewVoedger's Storage, over a reader that counts.
+		r, err := voedger.NewReader(plogSt.st, voedger.ReaderOptions{PageTimeout: scanPageTimeout, OpaqueCorrupted: f.opaqueCorrupted})
+		if err != nil {
+			return nil, nil, err
+		}
+		rd.r, o.MinAccepted, initial = r.SeqReader(), voedger.MinAccepted(), voedger.SeqTypes()
+	} else {
+		r, err := plog.NewReader(plogSt.st, plog.ReaderOptions{PageTimeout: scanPageTimeout})
+		if err != nil {
+			return nil, nil, err
+		}
+		rd.r = r
 	}
-	r, err := plog.NewReader(plogSt.st, plog.ReaderOptions{PageTimeout: scanPageTimeout})
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := seqstorage.New(seqstorage.Options{Storage: seqSt.st, App: app, Partition: part, Reader: r, Timeout: scanPageTimeout})
-	return s, nil, err
+	o.Reader = rd
+	s, err := seqstorage.New(o)
+	return s, initial, err
 }
 
-func printActualized(e *env, a *seqstorage.Actualized) {
+// replayProgress is a plog.PLogReader that counts the events another one
+// reads and calls report (if set) every progressEvery events.
+type replayProgress struct {
+	r            plog.PLogReader
+	report       func(*replayProgress)
+	events       uint64
+	last         isequencer.PLogOffset // the offset of the last event read
+	began, ended time.Time
+}
+
+var _ plog.PLogReader = (*replayProgress)(nil)
+
+const progressEvery = 4096
+
+// ReadEvents implements plog.PLogReader.
+func (p *replayProgress) ReadEvents(ctx context.Context, part isequencer.PartitionID, from isequencer.PLogOffset, cb func(e *plog.Event) error) error {
+	p.began = time.Now()
+	defer func() { p.ended = time.Now() }()
+	return p.r.ReadEvents(ctx, part, from, func(e *plog.Event) error {
+		p.events++
+		p.last = e.Offset
+		if p.report != nil && p.events%progressEvery == 0 {
+			p.report(p)
+		}
+		return cb(e)
+	})
+}
+
+// elapsed is the replay's duration so far (all of it once it ended).
+func (p *replayProgress) elapsed() time.Duration {
+	switch {
+	case p.began.IsZero():
+		return 0
+	case p.ended.IsZero():
+		return time.Since(p.began)
+	}
+	return p.ended.Sub(p.began)
+}
+
+// rate is the events read per second of elapsed.
+func (p *replayProgress) rate() float64 {
+	if d := p.elapsed(); d > 0 {
+		return float64(p.events) / d.Seconds()
+	}
+	return 0
+}
+
+func printActualized(e *env, a *seqstorage.Actualized, rd *replayProgress) {
 	w := e.stdout
 	stored := "none stored"
 	if a.StoredNext > 0 {
@@ -244,4 +318,6 @@ func printActualized(e *env, a *seqstorage.Actualized) {
 	for _, n := range a.Numbers {
 		fmt.Fprintf(w, "  WSID %d  SeqID %d  last %d  next %d\n", n.WSID, n.SeqID, n.Last, n.Next)
 	}
+	fmt.Fprintf(w, "partition %d: replayed %s in %.2f s (%s events/s), offset reached %d\n",
+		a.Partition, plural(rd.events, "event", "events"), rd.elapsed().Seconds(), commas(uint64(rd.rate())), rd.last)
 }

@@ -185,3 +185,36 @@ func TestActualizeCQLSeqFormat(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "partition 0: stored next offset 3, 1 event read, next PLog offset 4\n  WSID 7  SeqID 1  last 6  next 7\n  WSID 7  SeqID 2  last 2  next 3\n")
 }
+
+// TestActualizeProgress: on a terminal, actualize shows the events read,
+// their rate and the offset reached while it replays, prints the same
+// figures at the end, and --json carries them.
+func TestActualizeProgress(t *testing.T) {
+	const n = 3*4096 + 10
+	events := make([]plog.Event, 0, n)
+	for off := range n {
+		events = append(events, ev(isequencer.PLogOffset(off+1), isequencer.WSID(1+off%50), isequencer.Number(off/50+1), 1))
+	}
+	path := writePlanted(t, plogchecktest.Planted{Events: events})
+	jf := filepath.Join(t.TempDir(), "a.json")
+	r := runEnv(context.Background(), true, "actualize", "--file", path, "--app", "1", "--partition", "0", "--json", jf)
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stderr, "actualize partition 0: 4,096 events, ", "the first progress report")
+	assert.Contains(t, r.stderr, " events/s, offset 4096")
+	assert.Regexp(t, `partition 0: replayed 12,298 events in [0-9.]+ s \([0-9,]+ events/s\), offset reached 12298\n`, r.stdout)
+
+	var out actualizeJSON
+	b, err := os.ReadFile(jf)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &out))
+	require.Len(t, out.Partitions, 1)
+	p := out.Partitions[0]
+	assert.Equal(t, uint64(n), p.Events)
+	assert.Equal(t, uint64(n), p.OffsetReached)
+	assert.Positive(t, p.ReadSeconds)
+	assert.Positive(t, p.EventsPerSecond)
+
+	r = runCLI(t, "actualize", "--file", path, "--app", "1", "--partition", "0")
+	require.Equal(t, ExitOK, r.code)
+	assert.NotContains(t, r.stderr, "actualize partition", "no progress off a terminal")
+}

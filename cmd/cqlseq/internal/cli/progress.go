@@ -41,6 +41,23 @@ func (e *env) newBar(steps int64, desc string) *progressbar.ProgressBar {
 	)
 }
 
+// newSpinner returns a bar of unknown length on stderr whose description
+// the caller updates (Describe), or nil when bars are off. It starts no
+// goroutine: it is drawn when described, at most every 100 ms.
+func (e *env) newSpinner(desc string) *progressbar.ProgressBar {
+	if !e.progressEnabled() {
+		return nil
+	}
+	return progressbar.NewOptions64(-1,
+		progressbar.OptionSetWriter(e.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetSpinnerChangeInterval(0),
+	)
+}
+
 // timedProgress draws a bar that fills over d and names the count of
 // completed commands, until the returned stop is called; stop clears the
 // bar and waits for the goroutine that draws it. Without bars it starts
