@@ -329,6 +329,9 @@ bench-cql:
 # opening and actualize and SIGCONTed 5 s later (and on every exit path),
 # and each line says when the child ended, e.g.
 #   make bench-recovery RECOVERY_NODES=3 RECOVERY_PAUSE=1 RECOVERY_ARGS='-runs 1'
+# CLUSTER_STATE_FILE=S runs on that launcher cluster (make cluster-up), as
+# RECOVERY_NODES=3 does but without starting or stopping it (a second run
+# can then reuse the keyspaces: -keyspace-cqlseq/-keyspace-voedger).
 bench-recovery: build
 	$(GO) build -o $(BIN)/cqlseq-recoverybench ./testenv/recoverybench/cmd/cqlseq-recoverybench
 	@set -euo pipefail; \
@@ -336,6 +339,13 @@ bench-recovery: build
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then hosts=$$CQLSEQ_CQL_HOSTS; \
 	  [ -z "$(RECOVERY_PAUSE)" ] || { echo "bench-recovery: RECOVERY_PAUSE pauses a node of the cluster this target starts: unset CQLSEQ_CQL_HOSTS" >&2; exit 2; }; \
 	  [ "$(RECOVERY_NODES)" = 1 ] || args+=(-rf $(RECOVERY_RF)); \
+	elif [ -n "$${CLUSTER_STATE_FILE:-}" ]; then state=$$CLUSTER_STATE_FILE; \
+	  hosts=$$($(LAUNCHER) status -state "$$state"); \
+	  args+=(-rf $(RECOVERY_RF)); \
+	  if [ -n "$(RECOVERY_PAUSE)" ]; then \
+	    trap '$(LAUNCHER) resume -state '"$$state"' -node 2 >/dev/null 2>&1 || true' EXIT; \
+	    args+=(-pause-state "$$state" -pause-node 2 -pause-after 0.5s -pause-for 5s); \
+	  fi; \
 	elif [ "$(RECOVERY_NODES)" = 1 ]; then \
 	  [ -z "$(RECOVERY_PAUSE)" ] || { echo "bench-recovery: RECOVERY_PAUSE needs RECOVERY_NODES > 1" >&2; exit 2; }; \
 	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.recovery.$$$$.json; \
