@@ -157,6 +157,7 @@ func (p *pauser) around(f func()) (string, error) {
 	case <-time.After(p.after):
 	}
 	if err := p.pause(); err != nil {
+		<-done
 		return "", fmt.Errorf("pausing %v: %w", p, err)
 	}
 	pausedAt := time.Since(began)
@@ -170,6 +171,9 @@ func (p *pauser) around(f func()) (string, error) {
 	case <-timer.C:
 	}
 	if err := p.resume(); err != nil {
+		if !ended {
+			<-done
+		}
 		return "", fmt.Errorf("resuming %v: %w", p, err)
 	}
 	resumedAt := time.Since(began)
