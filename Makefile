@@ -23,7 +23,9 @@
 #                           metric names of ops/ (rules, tests, dashboard)
 #   make bench-recovery     issue 27: a sequencer opening and cqlseq actualize on
 #                           1,000,000 events (cqlseq's and Voedger's PLog) on
-#                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops
+#                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops;
+#                           RECOVERY_NODES=3: a 3-node cluster at RF 3, RECOVERY_PAUSE=1:
+#                           node 2 SIGSTOPped 5 s during each timed replay
 #   make crash-bbolt        SIGKILL cqlseq bench on a bbolt file 100 times, verify after each
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
@@ -51,6 +53,11 @@ IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 IT_CLUSTER   ?= auto
 FUZZTIME     ?= 20s
 VOEDGER_FUZZTIME ?= 10s
+# bench-recovery: launcher nodes (1, or a cluster at RF RECOVERY_RF), and
+# RECOVERY_PAUSE=1 to pause node 2 during each timed replay (RECOVERY_NODES > 1).
+RECOVERY_NODES ?= 1
+RECOVERY_RF  ?= 3
+RECOVERY_PAUSE ?=
 
 .PHONY: help image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
@@ -314,17 +321,48 @@ bench-cql:
 # process) and cqlseq actualize, and prints wall time and peak RSS with their
 # medians. RECOVERY_ARGS adds flags: -runs N, -keyspace-cqlseq/-keyspace-voedger
 # (reuse written keyspaces), -variant name=BENCH,CQLSEQ (compare builds).
+# RECOVERY_NODES=3 starts a 3-node launcher cluster instead (heap NODE_HEAP,
+# stopped whatever the outcome) and passes -rf $(RECOVERY_RF) (keyspaces in
+# NetworkTopologyStrategy, LOCAL_QUORUM reads and writes); RECOVERY_PAUSE=1
+# then also passes -pause-state (the cluster's state file) -pause-node 2
+# -pause-after 0.5s -pause-for 5s: node 2 is SIGSTOPped 0.5 s into each timed
+# opening and actualize and SIGCONTed 5 s later (and on every exit path),
+# and each line says when the child ended, e.g.
+#   make bench-recovery RECOVERY_NODES=3 RECOVERY_PAUSE=1 RECOVERY_ARGS='-runs 1'
+# CLUSTER_STATE_FILE=S runs on that launcher cluster (make cluster-up), as
+# RECOVERY_NODES=3 does but without starting or stopping it (a second run
+# can then reuse the keyspaces: -keyspace-cqlseq/-keyspace-voedger).
 bench-recovery: build
 	$(GO) build -o $(BIN)/cqlseq-recoverybench ./testenv/recoverybench/cmd/cqlseq-recoverybench
 	@set -euo pipefail; \
+	args=(); \
 	if [ -n "$${CQLSEQ_CQL_HOSTS:-}" ]; then hosts=$$CQLSEQ_CQL_HOSTS; \
-	else \
+	  [ -z "$(RECOVERY_PAUSE)" ] || { echo "bench-recovery: RECOVERY_PAUSE pauses a node of the cluster this target starts: unset CQLSEQ_CQL_HOSTS" >&2; exit 2; }; \
+	  [ "$(RECOVERY_NODES)" = 1 ] || args+=(-rf $(RECOVERY_RF)); \
+	elif [ -n "$${CLUSTER_STATE_FILE:-}" ]; then state=$$CLUSTER_STATE_FILE; \
+	  hosts=$$($(LAUNCHER) status -state "$$state"); \
+	  args+=(-rf $(RECOVERY_RF)); \
+	  if [ -n "$(RECOVERY_PAUSE)" ]; then \
+	    trap '$(LAUNCHER) resume -state '"$$state"' -node 2 >/dev/null 2>&1 || true' EXIT; \
+	    args+=(-pause-state "$$state" -pause-node 2 -pause-after 0.5s -pause-for 5s); \
+	  fi; \
+	elif [ "$(RECOVERY_NODES)" = 1 ]; then \
+	  [ -z "$(RECOVERY_PAUSE)" ] || { echo "bench-recovery: RECOVERY_PAUSE needs RECOVERY_NODES > 1" >&2; exit 2; }; \
 	  mkdir -p $(CACHE); state=$(CACHE)/cassandra.recovery.$$$$.json; \
 	  trap '$(LAUNCHER) down -state '"$$state"' || true' EXIT; \
 	  hosts=$$($(LAUNCHER) up -heap 1g -timeout 600s -state "$$state"); \
+	else \
+	  mkdir -p $(CACHE); state=$(CACHE)/cluster.recovery.$$$$.json; \
+	  trap '$(LAUNCHER) resume -state '"$$state"' -node 2 >/dev/null 2>&1 || true; $(LAUNCHER) down -state '"$$state"' || true' EXIT; \
+	  began=$$(date +%s); \
+	  hosts=$$($(LAUNCHER) up -nodes $(RECOVERY_NODES) -heap $(NODE_HEAP) -timeout 600s -state "$$state"); \
+	  echo "bench-recovery: $(RECOVERY_NODES) nodes up in $$(( $$(date +%s) - began )) s"; \
+	  args+=(-rf $(RECOVERY_RF)); \
+	  [ -z "$(RECOVERY_PAUSE)" ] || args+=(-pause-state "$$state" -pause-node 2 -pause-after 0.5s -pause-for 5s); \
 	fi; \
 	echo "bench-recovery: Cassandra at $$hosts; load: $$(uptime)"; \
-	$(BIN)/cqlseq-recoverybench -hosts $$hosts -cqlseq $(BIN)/cqlseq $(RECOVERY_ARGS)
+	$(BIN)/cqlseq-recoverybench -hosts $$hosts -cqlseq $(BIN)/cqlseq "$${args[@]}" $(RECOVERY_ARGS); \
+	echo "bench-recovery: done; load: $$(uptime)"
 
 # bench-latency runs cqlseq-netbench (integration/netcluster): three
 # containers of cqlseq/cassandra on one Docker network, RF 3, one-way delays

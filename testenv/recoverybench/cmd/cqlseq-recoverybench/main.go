@@ -7,12 +7,22 @@
 // process) and cqlseq actualize, and prints wall time and peak RSS of
 // each, and their medians.
 //
+// -rf sets the keyspaces' replication factor (NetworkTopologyStrategy in
+// the cluster's data centre when it has several nodes), -consistency the
+// consistency of every read and write (default LOCAL_QUORUM). With
+// -pause-state, node -pause-node of that launcher cluster is SIGSTOPped
+// -pause-after after the start of each timed child and SIGCONTed
+// -pause-for later (a gray failure during the replay); the node is resumed
+// on every path, also on SIGINT, SIGTERM and SIGHUP, and each line says
+// when the node was paused and when the child ended.
+//
 // A variant is name=BENCH,CQLSEQ: this program and cqlseq built from one
 // commit, so that builds can be compared in interleaved runs. Each run
 // reads the sequence rows of an application ID of its own, so every run
 // replays the whole PLog.
 //
 //	cqlseq-recoverybench -hosts 127.0.0.1:9042 -cqlseq bin/cqlseq
+//	cqlseq-recoverybench -hosts H1,H2,H3 -rf 3 -pause-state S -pause-node 2 -pause-after 0.5s -pause-for 5s
 //	cqlseq-recoverybench open -hosts ... -keyspace K -format cqlseq -app 7   (the child)
 package main
 
@@ -32,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gocql/gocql"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
@@ -88,6 +100,12 @@ func run(args []string) error {
 	ksCQLSeq := fs.String("keyspace-cqlseq", "", "use this keyspace's cqlseq PLog instead of writing one")
 	ksVoedger := fs.String("keyspace-voedger", "", "use this keyspace's Voedger PLog instead of writing one")
 	formats := fs.String("formats", formatCQLSeq+","+formatVoedger, "PLog formats to time")
+	rf := fs.Int("rf", 1, "replication factor of the keyspaces written (NetworkTopologyStrategy in the cluster's data centre on several nodes, else SimpleStrategy)")
+	consistency := fs.String("consistency", "LOCAL_QUORUM", "consistency of the writes, the openings' and actualize's reads")
+	pauseState := fs.String("pause-state", "", "launcher cluster state file: pause -pause-node of this cluster during each timed opening and actualize")
+	pauseNode := fs.Int("pause-node", 2, "with -pause-state: the node (1-based) to SIGSTOP")
+	pauseAfter := fs.Duration("pause-after", 500*time.Millisecond, "with -pause-state: SIGSTOP the node this long after each timed child's start")
+	pauseFor := fs.Duration("pause-for", 5*time.Second, "with -pause-state: SIGCONT it this long after the SIGSTOP")
 	var vs variants
 	fs.Var(&vs, "variant", "name=BENCH,CQLSEQ: binaries of one build (repeat; default: this program and -cqlseq)")
 	if err := fs.Parse(args); err != nil {
@@ -96,6 +114,26 @@ func run(args []string) error {
 	if *hosts == "" {
 		return errors.New("-hosts: required (or CQLSEQ_CQL_HOSTS)")
 	}
+	if _, err := gocql.ParseConsistencyWrapper(*consistency); err != nil {
+		return fmt.Errorf("-consistency: %w", err)
+	}
+	repl, err := replication(strings.Split(*hosts, ","), *rf)
+	if err != nil {
+		return err
+	}
+	var p *pauser
+	if *pauseState != "" {
+		if p, err = newPauser(*pauseState, *pauseNode, *pauseAfter, *pauseFor); err != nil {
+			return fmt.Errorf("-pause-state: %w", err)
+		}
+		defer func() {
+			if err := p.stop(); err != nil {
+				fmt.Fprintln(os.Stderr, "cqlseq-recoverybench: resuming:", err)
+			}
+		}()
+		fmt.Printf("pausing %v of %s %v after the start of each timed opening and actualize, for %v\n", p, *pauseState, *pauseAfter, *pauseFor)
+	}
+	fmt.Printf("keyspaces: replication %s, consistency %s\n", repl, *consistency)
 	if len(vs) == 0 {
 		self, err := os.Executable()
 		if err != nil {
@@ -110,7 +148,7 @@ func run(args []string) error {
 		ks := map[string]string{formatCQLSeq: *ksCQLSeq, formatVoedger: *ksVoedger}[f]
 		if ks == "" {
 			ks = fmt.Sprintf("recbench_%s_%d", f, stamp)
-			if err := write(ctx, *hosts, vs[0].cqlseq, ks, f, *events, *workspaces); err != nil {
+			if err := write(ctx, *hosts, vs[0].cqlseq, ks, repl, *consistency, f, *events, *workspaces); err != nil {
 				return fmt.Errorf("%s: %w", f, err)
 			}
 		}
@@ -119,27 +157,43 @@ func run(args []string) error {
 	type key struct{ variant, format, what string }
 	walls, rsss := map[key][]time.Duration{}, map[key][]int64{}
 	app := uint32(stamp % 1_000_000 * 100)
+	// timed runs a timed child, with the node paused when -pause-state.
+	timed := func(bin string, args ...string) (wall time.Duration, rss int64, out, paused string, err error) {
+		if p == nil {
+			wall, rss, out, err = child(bin, args...)
+			return wall, rss, out, "", err
+		}
+		paused, perr := p.around(func() { wall, rss, out, err = child(bin, args...) })
+		if perr != nil {
+			return wall, rss, out, "", perr
+		}
+		return wall, rss, out, "\n        " + paused, err
+	}
 	for r := range *runs {
 		for _, v := range vs {
 			for _, f := range strings.Split(*formats, ",") {
 				ks := keyspaces[f]
 				app++
-				wall, rss, out, err := child(v.bench, "open", "-hosts", *hosts, "-keyspace", ks, "-format", f, "-app", strconv.Itoa(int(app)))
+				openArgs := []string{"open", "-hosts", *hosts, "-keyspace", ks, "-format", f, "-app", strconv.Itoa(int(app))}
+				if *consistency != "LOCAL_QUORUM" { // an older build's child may not know the flag
+					openArgs = append(openArgs, "-consistency", *consistency)
+				}
+				wall, rss, out, paused, err := timed(v.bench, openArgs...)
 				if err != nil {
 					return fmt.Errorf("%s %s open: %w: %s", v.name, f, err, out)
 				}
 				k := key{v.name, f, "open"}
 				walls[k], rsss[k] = append(walls[k], wall), append(rsss[k], rss)
-				fmt.Printf("run %d  %-12s %-8s open       %8.2f s  %6d MiB  (%s)\n", r+1, v.name, f, wall.Seconds(), rss>>10, strings.TrimSpace(out))
+				fmt.Printf("run %d  %-12s %-8s open       %8.2f s  %6d MiB  (%s)%s\n", r+1, v.name, f, wall.Seconds(), rss>>10, strings.TrimSpace(out), paused)
 				app++
-				wall, rss, out, err = child(v.cqlseq, "actualize", "--store", "cql", "--hosts", *hosts, "--keyspace", ks,
-					"--app", strconv.Itoa(int(app)), "--partition", "0", "--plog-format", f, "--no-progress")
+				wall, rss, out, paused, err = timed(v.cqlseq, "actualize", "--store", "cql", "--hosts", *hosts, "--keyspace", ks,
+					"--app", strconv.Itoa(int(app)), "--partition", "0", "--plog-format", f, "--no-progress", "--consistency", *consistency)
 				if err != nil {
 					return fmt.Errorf("%s %s actualize: %w: %s", v.name, f, err, out)
 				}
 				k = key{v.name, f, "actualize"}
 				walls[k], rsss[k] = append(walls[k], wall), append(rsss[k], rss)
-				fmt.Printf("run %d  %-12s %-8s actualize  %8.2f s  %6d MiB  (%s)\n", r+1, v.name, f, wall.Seconds(), rss>>10, summary(out))
+				fmt.Printf("run %d  %-12s %-8s actualize  %8.2f s  %6d MiB  (%s)%s\n", r+1, v.name, f, wall.Seconds(), rss>>10, summary(out), paused)
 			}
 		}
 	}
@@ -152,6 +206,13 @@ func run(args []string) error {
 			}
 		}
 	}
+	if p != nil {
+		if err := p.stop(); err != nil {
+			return fmt.Errorf("resuming %v: %w", p, err)
+		}
+		fmt.Printf("\n%s\n", p.summary())
+	}
+	fmt.Println("the run completed")
 	return nil
 }
 
@@ -210,12 +271,16 @@ func (f *lineFilter) Write(b []byte) (int, error) {
 	}
 }
 
-func write(ctx context.Context, hosts, cqlseqBin, ks, format string, n, wss int) error {
+func write(ctx context.Context, hosts, cqlseqBin, ks, repl, consistency, format string, n, wss int) error {
 	began := time.Now()
-	if out, err := exec.Command(cqlseqBin, "migrate", "--hosts", hosts, "--keyspace", ks).CombinedOutput(); err != nil {
+	if out, err := exec.Command(cqlseqBin, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", repl, "--timeout", "30s").CombinedOutput(); err != nil {
 		return fmt.Errorf("migrate: %w: %s", err, out)
 	}
-	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(hosts, ","), Keyspace: ks, Timeout: 30 * time.Second, AttemptTimeout: 10 * time.Second})
+	cons, err := gocql.ParseConsistencyWrapper(consistency)
+	if err != nil {
+		return err
+	}
+	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(hosts, ","), Keyspace: ks, Consistency: cons, Timeout: 30 * time.Second, AttemptTimeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -336,7 +401,12 @@ func runOpen(args []string) error {
 	app := fs.Uint("app", 1, "cluster application ID of the sequence rows")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the opening to this file")
 	once := fs.Bool("once", false, "time seqstorage's ActualizeOnce (what cqlseq actualize runs) instead of a sequencer")
+	consistency := fs.String("consistency", "LOCAL_QUORUM", "consistency of the reads")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cons, err := gocql.ParseConsistencyWrapper(*consistency)
+	if err != nil {
 		return err
 	}
 	if *cpuProfile != "" {
@@ -351,7 +421,7 @@ func runOpen(args []string) error {
 		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
-	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(*hosts, ","), Keyspace: *ks})
+	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(*hosts, ","), Keyspace: *ks, Consistency: cons})
 	if err != nil {
 		return err
 	}
