@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -73,13 +74,7 @@ func fits(m map[string]string, dcs map[string]int) error {
 			}
 			targets := []string{key}
 			if key == "replication_factor" { // every datacenter
-				targets = slices.Sorted(func(yield func(string) bool) {
-					for dc := range dcs {
-						if !yield(dc) {
-							return
-						}
-					}
-				})
+				targets = slices.Sorted(maps.Keys(dcs))
 			}
 			for _, dc := range targets {
 				n, ok := dcs[dc]
@@ -167,15 +162,8 @@ func anyRecorded(ctx context.Context, s *gocql.Session, ks string) (bool, error)
 
 // mapLiteral renders a replication map as CQL, for messages.
 func mapLiteral(m map[string]string) string {
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v := m[k]
 		if _, err := strconv.Atoi(v); err != nil {
 			v = "'" + v + "'"
