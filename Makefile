@@ -51,7 +51,7 @@ IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 # IT_CLUSTER: where test-integration runs the suite without CQLSEQ_CQL_HOSTS:
 # testcontainers, launcher, or auto (testcontainers when docker info answers).
 IT_CLUSTER   ?= auto
-FUZZTIME     ?= 20s
+FUZZTIME     ?= 60000x
 VOEDGER_FUZZTIME ?= 10s
 # bench-recovery: launcher nodes (1, or a cluster at RF RECOVERY_RF), and
 # RECOVERY_PAUSE=1 to pause node 2 during each timed replay (RECOVERY_NODES > 1).
@@ -79,9 +79,12 @@ help:
 	@sed -n '1,/^$$/{s/^# \{0,1\}//;p}' $(firstword $(MAKEFILE_LIST))
 
 # test-unit ends with short fuzz runs of the bbolt open path (FuzzOpen:
-# truncated and bit-flipped copies of a real file never crash the process)
-# and of the Voedger PLog decoder (FuzzDecode: any bytes decode or fail
-# with a corrupt/unsupported-codec error, never a panic).
+# truncated and bit-flipped copies of a real file never crash the process;
+# bounded by a count of inputs, about 20 s here, because a -fuzztime
+# duration sometimes ends with the fuzzing engine's own "context deadline
+# exceeded" and no failing input) and of the Voedger PLog decoder
+# (FuzzDecode: any bytes decode or fail with a corrupt/unsupported-codec
+# error, never a panic).
 test-unit:
 	$(GO) test $(UNIT_FLAGS) ./...
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./storage/boltdb/
