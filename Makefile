@@ -52,7 +52,7 @@ IT_FLAGS     ?= -count=1 -p 1 -timeout 30m
 # testcontainers, launcher, or auto (testcontainers when docker info answers).
 IT_CLUSTER   ?= auto
 FUZZTIME     ?= 60000x
-VOEDGER_FUZZTIME ?= 10s
+VOEDGER_FUZZTIME ?= 250000x
 # bench-recovery: launcher nodes (1, or a cluster at RF RECOVERY_RF), and
 # RECOVERY_PAUSE=1 to pause node 2 during each timed replay (RECOVERY_NODES > 1).
 RECOVERY_NODES ?= 1
@@ -80,7 +80,7 @@ help:
 
 # test-unit ends with short fuzz runs of the bbolt open path (FuzzOpen:
 # truncated and bit-flipped copies of a real file never crash the process;
-# bounded by a count of inputs, about 20 s here, because a -fuzztime
+# both bounded by a count of inputs (about 20 s and 10 s here), because a -fuzztime
 # duration sometimes ends with the fuzzing engine's own "context deadline
 # exceeded" and no failing input) and of the Voedger PLog decoder
 # (FuzzDecode: any bytes decode or fail with a corrupt/unsupported-codec
