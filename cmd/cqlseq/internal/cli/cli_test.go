@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -138,13 +139,45 @@ func TestBenchBoltBaselineJSON(t *testing.T) {
 	require.Equal(t, ExitOK, v.code, "stdout:\n%s\nstderr:\n%s", v.stdout, v.stderr)
 
 	// Inspect shows the offset, a workspace's numbers and decoded events.
-	in := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--ws", "2", "--limit", "2")
+	in := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--limit", "2")
 	require.Equal(t, ExitOK, in.code, "stdout:\n%s\nstderr:\n%s", in.stdout, in.stderr)
 	assert.Contains(t, in.stdout, "next PLog offset")
 	assert.Contains(t, in.stdout, "epoch")
 	assert.Contains(t, in.stdout, "offset 1: WSID ")
 	assert.Contains(t, in.stdout, "offset 2: WSID ")
 	assert.NotContains(t, in.stdout, "offset 3: WSID ", "--limit 2")
+}
+
+// TestInspectWSShowsOnlyThatWorkspacesEvents is issue 28's item 8: --ws
+// selected the numbers shown but every event was printed.
+func TestInspectWSShowsOnlyThatWorkspacesEvents(t *testing.T) {
+	dir := t.TempDir()
+	r := runCLI(t, "bench", "--dir", dir, "--no-sync", "--duration", "300ms", "--partitions", "2", "--workspaces", "6",
+		"--concurrency", "2", "--mode", "trust2")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	eventWS := regexp.MustCompile(`(?m)^  offset \d+: WSID (\d+) `)
+	wsOfEvents := func(out string) map[string]int {
+		seen := map[string]int{}
+		for _, m := range eventWS.FindAllStringSubmatch(out, -1) {
+			seen[m[1]]++
+		}
+		return seen
+	}
+
+	// Partition 1 holds workspaces 2, 4 and 6: unfiltered, more than one shows.
+	all := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--limit", "50")
+	require.Equal(t, ExitOK, all.code, "stdout:\n%s\nstderr:\n%s", all.stdout, all.stderr)
+	require.Greater(t, len(wsOfEvents(all.stdout)), 1, all.stdout)
+
+	in := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--ws", "4", "--limit", "5")
+	require.Equal(t, ExitOK, in.code, "stdout:\n%s\nstderr:\n%s", in.stdout, in.stderr)
+	assert.Contains(t, in.stdout, "events of workspace 4 from offset 1:")
+	assert.Equal(t, map[string]int{"4": 5}, wsOfEvents(in.stdout), "five events, all of workspace 4:\n%s", in.stdout)
+
+	none := runCLI(t, "inspect", "--dir", dir, "--partition", "1", "--ws", "3")
+	require.Equal(t, ExitOK, none.code, "stdout:\n%s\nstderr:\n%s", none.stdout, none.stderr)
+	assert.Empty(t, wsOfEvents(none.stdout), "workspace 3 is partition 0's")
+	assert.Contains(t, none.stdout, "none of these workspaces'")
 }
 
 func TestBenchTwiceOnOneFileContinues(t *testing.T) {

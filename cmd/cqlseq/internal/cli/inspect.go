@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,7 +36,8 @@ func newInspectCmd(e *env) *cobra.Command {
 		Long: `inspect shows, for one application partition: the stored next PLog offset
 and ownership epoch (vvmadapter's rows), the stored numbers of each --ws
 workspace (every SeqID stored), and the PLog events from --from, decoded,
-up to --to (inclusive) and at most --limit of them.`,
+up to --to (inclusive) and at most --limit of them; with --ws, only the
+events of those workspaces (the scan reads past the others).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -50,7 +52,7 @@ up to --to (inclusive) and at most --limit of them.`,
 	f.store.cluster.add(fs)
 	fs.Uint32Var(&f.app, "app", 1, "cluster application ID of the stored numbers (PLog keys carry none)")
 	fs.UintVar(&f.partition, "partition", 0, "partition")
-	fs.StringSliceVar(&f.wsText, "ws", nil, "workspaces (WSIDs) whose numbers to show (repeat or comma-separate)")
+	fs.StringSliceVar(&f.wsText, "ws", nil, "workspaces (WSIDs) whose numbers and events to show (repeat or comma-separate; none: every event)")
 	fs.Uint64Var(&f.from, "from", 1, "first PLog offset to show")
 	fs.Uint64Var(&f.to, "to", 0, "last PLog offset to show (0: no bound)")
 	fs.IntVar(&f.limit, "limit", 20, "events to show at most (0: none)")
@@ -160,32 +162,52 @@ func printEvents(ctx context.Context, w io.Writer, st storage.Storage, part iseq
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "events from offset %d:\n", f.from)
+	if len(f.ws) == 0 {
+		fmt.Fprintf(w, "events from offset %d:\n", f.from)
+	} else {
+		fmt.Fprintf(w, "events of workspace %s from offset %d:\n", joinUints(f.ws), f.from)
+	}
 	shown := 0
 	last := isequencer.PLogOffset(0)
 	err = r.ReadEvents(ctx, part, isequencer.PLogOffset(f.from), func(e *plog.Event) error {
 		if f.to != 0 && uint64(e.Offset) > f.to {
 			return errEnough
 		}
+		last = e.Offset
+		if len(f.ws) > 0 && !slices.Contains(f.ws, uint64(e.WSID)) {
+			return nil
+		}
 		fmt.Fprintf(w, "  %s\n", formatEvent(e))
 		shown++
-		last = e.Offset
 		if shown >= f.limit {
 			return errEnough
 		}
 		return nil
 	})
 	switch {
+	case errors.Is(err, errEnough) && shown == 0:
+		fmt.Fprintf(w, "  none up to offset %d\n", f.to)
 	case errors.Is(err, errEnough):
 		return nil
 	case err != nil:
 		return err
-	case shown == 0:
+	case last == 0:
 		fmt.Fprintf(w, "  none: the log has no event at offset %d\n", f.from)
+	case shown == 0:
+		fmt.Fprintf(w, "  none of these workspaces' (the log ends after offset %d)\n", last)
 	default:
 		fmt.Fprintf(w, "  (the log ends after offset %d)\n", last)
 	}
 	return nil
+}
+
+// joinUints formats vs as "1, 5, 9".
+func joinUints(vs []uint64) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = strconv.FormatUint(v, 10)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func formatEvent(e *plog.Event) string {
