@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +95,23 @@ func TestIDRunsCountDuplicatesInBoundedMemory(t *testing.T) {
 	assert.Equal(t, uint64(3), overlaps(append(slices.Clone(a.runs), b.runs...)))
 	assert.Equal(t, uint64(1000), overlaps([]idRun{{1, 1000}, {1, 1000}}), "the same chunk twice")
 	assert.Equal(t, uint64(3), overlaps([]idRun{{1, 10}, {5, 6}, {10, 10}}))
+}
+
+// TestInterruptStopsAlloc is issue 28's item 8: alloc --ids 1000000000
+// took 7-15 s to stop after Ctrl-C (and grew to gigabytes). Interrupted,
+// it exits 130 and reports nothing. The bound here catches a hang, not
+// a speed (a SIGINT on the built binary stops it in about 50 ms here:
+// docs/benchmarks.md).
+func TestInterruptStopsAlloc(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const after = 500 * time.Millisecond
+	stop := time.AfterFunc(after, cancel)
+	defer stop.Stop()
+	r := runEnv(ctx, false, "alloc", "--dir", t.TempDir(), "--procs", "4", "--goroutines", "16", "--ids", "1000000000")
+	assert.Equal(t, ExitInterrupted, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Less(t, r.took, after+10*time.Second, "alloc stops soon after the interrupt")
+	t.Logf("stopped %v after the interrupt", r.took-after)
+	assert.NotContains(t, r.stdout, "all unique", "an interrupted run checks nothing")
+	requireOneLine(t, r)
 }
