@@ -290,6 +290,10 @@ func printPhase(w io.Writer, name, unit string, p *phaseReport) {
 	}
 }
 
+// hedgesNote says which hedges and retries a healthy cluster shows.
+const hedgesNote = `  (normal on a healthy cluster: hedges near 1 % of attempts, as the adaptive hedge delay is the p99 of
+   healthy replies; a few retries after a timeout; no suspicion. More, or a suspected host: docs/gray-failure.md)`
+
 func printBench(w io.Writer, r *benchReport) {
 	fmt.Fprintf(w, "%-15s%d partitions ready in %.1f ms (slowest %.1f ms), %s PLog events replayed\n", "actualization",
 		r.Partitions, r.Actualization.WallMs, r.Actualization.SlowestMs, commas(uint64(r.Actualization.EventsReplayed)))
@@ -305,6 +309,7 @@ func printBench(w io.Writer, r *benchReport) {
 		}
 		fmt.Fprintf(w, "  cql hosts      %s attempts, %s hedges, %s retries, %s probes, %s suspicions, healthy p99 %.3f ms, suspected at the end: %s\n",
 			commas(c.Attempts), commas(c.Hedges), commas(c.Retries), commas(c.Probes), commas(c.Suspicions), c.HealthyP99Ms, suspected)
+		fmt.Fprintln(w, hedgesNote)
 	}
 	if r.Baseline != nil {
 		printPhase(w, "baseline", "events", r.Baseline)

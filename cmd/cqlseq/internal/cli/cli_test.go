@@ -451,3 +451,17 @@ func TestModeChangesOnOneFile(t *testing.T) {
 	require.Equal(t, ExitOK, v.code, "stdout:\n%s\nstderr:\n%s", v.stdout, v.stderr)
 	assert.Contains(t, v.stdout, "OK")
 }
+
+// TestBenchReportSaysWhichHedgesAreNormal is issue 28's item 8: a healthy
+// node's report showed thousands of hedges and retries with no word on
+// whether that is normal.
+func TestBenchReportSaysWhichHedgesAreNormal(t *testing.T) {
+	var b bytes.Buffer
+	printBench(&b, &benchReport{Mode: "fenced", CQL: &cqlHostReport{Attempts: 12979, Hedges: 64, Retries: 34}})
+	assert.Contains(t, b.String(), "12,979 attempts, 64 hedges, 34 retries")
+	assert.Contains(t, b.String(), "normal on a healthy cluster: hedges near 1 % of attempts")
+
+	b.Reset()
+	printBench(&b, &benchReport{Mode: "fenced"})
+	assert.NotContains(t, b.String(), "hedges", "no CQL session, no word on hedges")
+}
