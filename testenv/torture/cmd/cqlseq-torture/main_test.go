@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/testenv/torture"
@@ -115,4 +117,21 @@ func TestBenchArgsPassThroughLast(t *testing.T) {
 	s := strings.Join(got, " ")
 	require.True(t, strings.HasPrefix(s, "bench --store cql --hosts 127.0.0.1:9042 --keyspace ks --mode fenced --partitions 4 --workspaces 5000 --concurrency 16 "), s)
 	require.True(t, strings.HasSuffix(s, " --ready-timeout 5m --payload 101 --cql-health-policy=false --timeout 1s"), s)
+}
+
+// TestPerFaultTableOnlyWhenItAddsToTheSummary is issue 28's item 8:
+// make gray-check printed its one-fault rows twice.
+func TestPerFaultTableOnlyWhenItAddsToTheSummary(t *testing.T) {
+	one := row{phase: "gray check (trust2, 4x16)", faults: 1, rates: []faultRates{{what: "node 2", met: true}}}
+	two := row{phase: "node_pause fenced", faults: 2, rates: []faultRates{{what: "node 3"}, {what: "node 3"}}}
+	unmeasured := row{phase: "gray check (fenced, 4x16)", faults: 1, rates: []faultRates{{what: "node 2", err: errors.New("samples stop")}}}
+	assert.False(t, faultTableAddsToSummary([]row{one, one}), "one measured fault per phase: the summary says it all")
+	assert.False(t, faultTableAddsToSummary([]row{{phase: "kills"}}))
+	assert.True(t, faultTableAddsToSummary([]row{one, two}))
+	assert.True(t, faultTableAddsToSummary([]row{one, unmeasured}), "the table gives the reason a fault was not measured")
+
+	var b strings.Builder
+	tt := &tort{out: &b, rows: []row{one}}
+	tt.printTable()
+	assert.Equal(t, 1, strings.Count(b.String(), "| gray check (trust2, 4x16) |"), b.String())
 }

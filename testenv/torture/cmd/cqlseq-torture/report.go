@@ -88,6 +88,24 @@ func fmtRatio(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// faultTableAddsToSummary reports whether the per-fault table says more
+// than the summary: a phase measured several faults, or a fault could not
+// be measured (the table gives the reason). With one measured fault per
+// phase (make gray-check) each row of it would repeat the summary's.
+func faultTableAddsToSummary(rows []row) bool {
+	for _, r := range rows {
+		if len(r.rates) > 1 {
+			return true
+		}
+		for _, fr := range r.rates {
+			if fr.err != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func (t *tort) printTable() {
 	w := t.out
 	fmt.Fprintln(w, "| phase | faults injected | commands acked | busy/failed | lost | duplicates | regressions | recovery (max) | acks/s before | acks/s during | acks/s from +2 s | ratio during | ratio from +2 s | target met | note |")
@@ -120,11 +138,7 @@ func (t *tort) printTable() {
 			r.lost, r.dups, r.regs, r.recovery.Seconds(), rates, r.note, verdict)
 	}
 	t.printNemesis()
-	measured := false
-	for _, r := range t.rows {
-		measured = measured || len(r.rates) > 0
-	}
-	if !measured {
+	if !faultTableAddsToSummary(t.rows) {
 		return
 	}
 	fmt.Fprintln(w)
