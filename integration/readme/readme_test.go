@@ -1,0 +1,201 @@
+// Package readme runs the README's command blocks as a user would type them
+// (issue 28): the Quick start, command line, Global sequences and
+// Operations sections, in one bash shell, in a copy of this checkout,
+// against the test cluster. Only "$(make -s cassandra-up)" is replaced, by
+// the cluster's hosts; "make test" is not run (this test is part of it).
+// A command that exits non-zero, or whose output no longer shows one of
+// its "#>" lines, fails the test.
+package readme
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/integration/itest"
+)
+
+func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
+
+// sections are the README sections whose blocks run.
+var sections = []string{"Quick start", "The command line", "Global sequences", "Operations"}
+
+// hostCommand is what the README runs to get a cluster; the test puts the
+// cluster's hosts in its place.
+const hostCommand = "$(make -s cassandra-up)"
+
+// notRun are commands the README shows that this test does not run, and why.
+var notRun = map[string]string{
+	"make test": "this test is part of it",
+}
+
+// scriptTimeout bounds the whole README (a 10 s bench twice, make build, make demo).
+const scriptTimeout = 15 * time.Minute
+
+func TestTheREADMERunsAsWritten(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	all, err := parseCommands(string(text), sections)
+	require.NoError(t, err)
+
+	hosts := strings.Join(itest.Hosts(), ",")
+	var cmds []command
+	substituted := 0
+	for _, c := range all {
+		if why, skip := notRun[bareCommand(c.text)]; skip {
+			t.Logf("README line %d: not run: %s (%s)", c.line, c.text, why)
+			continue
+		}
+		substituted += strings.Count(c.text, hostCommand)
+		c.text = strings.ReplaceAll(c.text, hostCommand, hosts)
+		cmds = append(cmds, c)
+	}
+	require.NotEmpty(t, cmds)
+	require.Positive(t, substituted, "the README no longer says how to get a cluster (%s)", hostCommand)
+
+	work := copyCheckout(t, root)
+	outDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), scriptTimeout)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "bash", "-c", script(cmds, outDir))
+	sh.Dir = work
+	sh.Env = userEnv()
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a timeout stops the whole group
+	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
+	sh.WaitDelay = 10 * time.Second
+	var shOut strings.Builder
+	sh.Stdout, sh.Stderr = &shOut, &shOut
+	began := time.Now()
+	runErr := sh.Run()
+	// A command left running in the background (the script stopped at a
+	// failure before its wait) goes with the group.
+	if err := syscall.Kill(-sh.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("stopping the README's processes: %v", err)
+	}
+	t.Logf("the README's %d commands ran in %.1f s", len(cmds), time.Since(began).Seconds())
+	if runErr != nil {
+		t.Errorf("bash: %v (%s)", runErr, shOut.String())
+	}
+
+	for i, c := range cmds {
+		out, _ := os.ReadFile(filepath.Join(outDir, fmt.Sprintf("%d.out", i)))
+		rcText, err := os.ReadFile(filepath.Join(outDir, fmt.Sprintf("%d.rc", i)))
+		if errors.Is(err, os.ErrNotExist) {
+			if out != nil {
+				t.Errorf("README line %d (%s): %s: did not end within %v; its output:\n%s", c.line, c.section, c.text, scriptTimeout, tail(out))
+			}
+			break // an earlier command failed, or this one never ended
+		}
+		require.NoError(t, err)
+		rc, err := strconv.Atoi(strings.TrimSpace(string(rcText)))
+		require.NoError(t, err)
+		if rc != 0 {
+			t.Errorf("README line %d (%s): %s\nexited %d; its output:\n%s", c.line, c.section, c.text, rc, tail(out))
+			break
+		}
+		for _, e := range c.expect {
+			assert.True(t, e.matches(string(out)), "README line %d: %s\nno longer shows its #> line %d %q; its output:\n%s",
+				c.line, c.text, e.line, e.String(), tail(out))
+		}
+		t.Logf("README line %d: ok (%d #> lines): %s", c.line, len(c.expect), firstLine(c.text))
+	}
+}
+
+// bareCommand is a command without its trailing comment and spaces.
+func bareCommand(text string) string {
+	if i := strings.Index(text, " #"); i >= 0 {
+		text = text[:i]
+	}
+	return strings.TrimSpace(text)
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// tail is the end of a command's output, enough to see why it failed.
+func tail(out []byte) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = append([]string{"[...]"}, lines[len(lines)-40:]...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// userEnv is this process's environment as a user's shell would have it:
+// without the harness's CQLSEQ_* variables (CQLSEQ_CQL_HOSTS would select
+// the CQL store where the README means the embedded one) and without the
+// enclosing make's variables.
+func userEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(name, "CQLSEQ_"):
+		case name == "MAKEFLAGS", name == "MAKELEVEL", name == "MFLAGS", name == "MAKEOVERRIDES":
+		default:
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// copyCheckout copies the checkout's files (tracked, and untracked ones git
+// does not ignore: what a clone with these edits would hold) into a new
+// directory, so the README's commands write their files there.
+func copyCheckout(t *testing.T, root string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "cqlseq")
+	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	ls.Dir = root
+	list, err := ls.Output()
+	require.NoError(t, err, "git ls-files in %s", root)
+	copied := 0
+	for _, name := range strings.Split(strings.TrimRight(string(list), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		fi, err := os.Lstat(src)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // deleted in the working tree
+		}
+		require.NoError(t, err)
+		if !fi.Mode().IsRegular() {
+			continue
+		}
+		require.NoError(t, copyFile(src, filepath.Join(dst, name), fi.Mode().Perm()))
+		copied++
+	}
+	t.Logf("the checkout copied to %s (%d files)", dst, copied)
+	return dst
+}
+
+func copyFile(src, dst string, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	return errors.Join(err, out.Close())
+}
