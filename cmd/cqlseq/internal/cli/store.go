@@ -142,7 +142,8 @@ func (c *clusterFlags) add(fs *pflag.FlagSet) {
 	if h := strings.TrimSpace(os.Getenv("CQLSEQ_CQL_HOSTS")); h != "" {
 		hosts = strings.Split(h, ",")
 	}
-	fs.StringSliceVar(&c.hosts, "hosts", hosts, "CQL contact points host[:port] (CQLSEQ_CQL_HOSTS when set)")
+	fs.StringSliceVar(&c.hosts, "hosts", hosts, "CQL contact points host[:port] (default: CQLSEQ_CQL_HOSTS, else 127.0.0.1:9042)")
+	fs.Lookup("hosts").DefValue = "[]" // the usage names both defaults; pflag would add the one in effect
 	fs.StringVar(&c.keyspace, "keyspace", "cqlseq", "CQL keyspace")
 	fs.StringVar(&c.username, "username", "", "CQL user (password authentication)")
 	fs.StringVar(&c.password, "password", "", "CQL password (default from CQLSEQ_CQL_PASSWORD)")
