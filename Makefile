@@ -21,6 +21,9 @@
 #   make lint               go vet + staticcheck (+ check-ops when promtool is on PATH)
 #   make check-ops          the alert rules (promtool check/test rules) and the
 #                           metric names of ops/ (rules, tests, dashboard)
+#   make figures            runs the command of each headline figure and prints the
+#                           README's Figures table with the machine named (about
+#                           10 minutes: a launcher node, then a 3-node cluster)
 #   make bench-recovery     issue 27: a sequencer opening and cqlseq actualize on
 #                           1,000,000 events (cqlseq's and Voedger's PLog) on
 #                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops;
@@ -58,8 +61,9 @@ VOEDGER_FUZZTIME ?= 250000x
 RECOVERY_NODES ?= 1
 RECOVERY_RF  ?= 3
 RECOVERY_PAUSE ?=
+FIGURES_COUNT ?= 5
 
-.PHONY: help image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
 
 all: build
 
@@ -314,6 +318,15 @@ bench-cql:
 	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "bench-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
 	$(GO) run ./cmd/cqlseq migrate $(MIGRATE_ARGS)
 	$(GO) run ./cmd/cqlseq bench --store cql --baseline $(BENCH_ARGS)
+
+# figures runs testenv/figures (cqlseq-figures): the core benchmarks (go
+# test -bench, medians of FIGURES_COUNT), make bench-recovery, cqlseq bench
+# on bbolt, then on a 3-node launcher cluster it starts and stops cqlseq
+# bench at RF 3 (fenced) and the gray check. Its table is the README's.
+figures: build
+	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
+	$(GO) build -o $(BIN)/cqlseq-figures ./testenv/figures/cmd/cqlseq-figures
+	$(BIN)/cqlseq-figures -cqlseq $(BIN)/cqlseq -launcher $(LAUNCHER) -torture $(BIN)/cqlseq-torture -heap $(NODE_HEAP) -count $(FIGURES_COUNT) $(FIGURES_ARGS)
 
 # bench-recovery runs cqlseq-recoverybench (testenv/recoverybench) on
 # CQLSEQ_CQL_HOSTS, else on one launcher node it starts and stops whatever the

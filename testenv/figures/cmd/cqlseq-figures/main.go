@@ -1,0 +1,326 @@
+// Command cqlseq-figures runs the command behind each headline figure of the
+// README and prints the README's Figures table, with the machine named
+// (make figures). The README's table is this program's output, pasted.
+//
+// Cases, in order: the sequencer core and its in-memory recovery (go test
+// -bench, medians of -count runs); recovery on one CQL node (make
+// bench-recovery, which starts and stops its node); cqlseq bench on bbolt;
+// and, on a 3-node launcher cluster it starts and stops, cqlseq bench at
+// RF 3 in fenced mode and the gray-failure check (a node paused 10 s).
+//
+//	cqlseq-figures -cqlseq bin/cqlseq -launcher bin/cassandra-launcher -torture bin/cqlseq-torture
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	cqlseq, launcher, torture string
+	count                     int
+	duration                  time.Duration
+	heap                      string
+	only                      string
+}
+
+// row is one line of the table: what was measured, the figure, and the
+// command that reproduces it.
+type row struct{ what, figure, command string }
+
+func main() {
+	var c config
+	flag.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
+	flag.StringVar(&c.launcher, "launcher", "bin/cassandra-launcher", "the Cassandra launcher")
+	flag.StringVar(&c.torture, "torture", "bin/cqlseq-torture", "the campaign driver (its -gray check)")
+	flag.IntVar(&c.count, "count", 5, "go test -count of the core benchmarks (medians are reported)")
+	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cqlseq bench --duration")
+	flag.StringVar(&c.heap, "heap", "512m", "heap of each cluster node")
+	flag.StringVar(&c.only, "only", "", "run only the cases whose name contains this (core, recovery, bbolt, rf3)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, c, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "cqlseq-figures: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, c config, w io.Writer) error {
+	began := time.Now()
+	var rows []row
+	cases := []struct {
+		name string
+		run  func(context.Context, config) ([]row, error)
+	}{
+		{"core", coreRows},
+		{"recovery", recoveryRows},
+		{"bbolt", bboltRows},
+		{"rf3", clusterRows},
+	}
+	for _, cs := range cases {
+		if c.only != "" && !strings.Contains(cs.name, c.only) {
+			continue
+		}
+		logf("%s ...", cs.name)
+		r, err := cs.run(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%s: %w", cs.name, err)
+		}
+		rows = append(rows, r...)
+	}
+	fmt.Fprintf(w, "\nMachine: %s. Apache Cassandra 5.0.8 (the launcher's, on loopback). %s, %s; make figures took %.0f s.\n\n",
+		machine(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), time.Since(began).Seconds())
+	fmt.Fprintln(w, "| case | figure | command |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s | %s | `%s` |\n", r.what, r.figure, strings.ReplaceAll(r.command, "|", `\|`))
+	}
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s figures: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// machine names the machine: cores, CPU model, memory, kernel.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`(?m)^model name\s*:\s*(.+)$`).FindSubmatch(b); m != nil {
+			model = strings.TrimSpace(string(m[1]))
+		}
+	}
+	mem := "? GiB"
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if m := regexp.MustCompile(`(?m)^MemTotal:\s*(\d+) kB`).FindSubmatch(b); m != nil {
+			kb, _ := strconv.ParseFloat(string(m[1]), 64)
+			mem = fmt.Sprintf("%.0f GiB", kb/(1<<20))
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d cores (%s), %s%s", runtime.NumCPU(), model, mem, kernel)
+}
+
+// command runs name args, with its stderr passed through, and returns its stdout.
+func command(ctx context.Context, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, prefixed{})
+	cmd.Stderr = os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Run(); err != nil {
+		return out.Bytes(), fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return out.Bytes(), nil
+}
+
+// prefixed copies a child's stdout to stderr, so that the run shows progress.
+type prefixed struct{}
+
+func (prefixed) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// benchMetric collects a metric's values from go test -bench output, per
+// benchmark whose name starts with prefix.
+func benchMetric(out []byte, prefix, unit string) []float64 {
+	var vs []float64
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || !strings.HasPrefix(f[0], prefix) {
+			continue
+		}
+		for i := 2; i+1 < len(f); i += 2 {
+			if f[i+1] == unit {
+				if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+					vs = append(vs, v)
+				}
+			}
+		}
+	}
+	return vs
+}
+
+func coreRows(ctx context.Context, c config) ([]row, error) {
+	args := []string{"test", "-run", "^$", "-bench", "BenchmarkSequencer/workspaces=1$|BenchmarkRecovery/unflushed", "-count", strconv.Itoa(c.count), "./isequencer/"}
+	out, err := command(ctx, "go", args...)
+	if err != nil {
+		return nil, err
+	}
+	seq := benchMetric(out, "BenchmarkSequencer/workspaces=1-", "ns/op")
+	rec := benchMetric(out, "BenchmarkRecovery/unflushed=", "ns/recovery")
+	if len(seq) != c.count || len(rec) != c.count {
+		return nil, fmt.Errorf("go test -bench: want %d results of each, got %d and %d", c.count, len(seq), len(rec))
+	}
+	cmd := shellLine("go", args)
+	return []row{
+		{"sequencer core, one transaction (Start + 3 Next + Flush), 1 workspace", fmt.Sprintf("%.0f ns (median of %d)", median(seq), len(seq)), cmd},
+		{"recovery of 1,000,000 unflushed events (in memory)", fmt.Sprintf("%.0f ms (median of %d)", median(rec)/1e6, len(rec)), cmd},
+	}, nil
+}
+
+// recoveryMedian matches bench-recovery's medians: "cqlseq open default wall 1.61 s".
+var recoveryMedian = regexp.MustCompile(`(?m)^(cqlseq|voedger)\s+(open|actualize)\s+\S+\s+wall\s+([\d.]+) s`)
+
+func recoveryRows(ctx context.Context, _ config) ([]row, error) {
+	out, err := command(ctx, "make", "--no-print-directory", "-s", "bench-recovery")
+	if err != nil {
+		return nil, err
+	}
+	_, medians, ok := bytes.Cut(out, []byte("medians of"))
+	if !ok {
+		return nil, errors.New("make bench-recovery printed no medians")
+	}
+	v := map[string]string{}
+	for _, m := range recoveryMedian.FindAllSubmatch(medians, -1) {
+		v[string(m[1])+" "+string(m[2])] = string(m[3])
+	}
+	for _, k := range []string{"cqlseq open", "cqlseq actualize", "voedger open", "voedger actualize"} {
+		if v[k] == "" {
+			return nil, fmt.Errorf("make bench-recovery: no median for %s", k)
+		}
+	}
+	return []row{{
+		"recovery on CQL (one node) of 1,000,000 events over 10,000 workspaces: sequencer opening / `cqlseq actualize` (medians of 3)",
+		fmt.Sprintf("%s s / %s s (cqlseq's PLog), %s s / %s s (Voedger's)", v["cqlseq open"], v["cqlseq actualize"], v["voedger open"], v["voedger actualize"]),
+		"make bench-recovery",
+	}}, nil
+}
+
+// benchJSON is the part of cqlseq bench --json the table shows.
+type benchJSON struct {
+	Sequencer struct {
+		PerSecond float64 `json:"per_second"`
+		Latency   struct {
+			P99 float64 `json:"p99"`
+		} `json:"latency_ms"`
+	} `json:"sequencer"`
+}
+
+func runBench(ctx context.Context, c config, args ...string) (benchJSON, string, error) {
+	dir, err := os.MkdirTemp("", "cqlseq-figures-")
+	if err != nil {
+		return benchJSON{}, "", err
+	}
+	defer os.RemoveAll(dir)
+	js := filepath.Join(dir, "bench.json")
+	full := append([]string{"bench"}, args...)
+	full = append(full, "--partitions", "4", "--concurrency", "16", "--duration", c.duration.String(), "--no-progress")
+	if _, err := command(ctx, c.cqlseq, append(full, "--json", js)...); err != nil {
+		return benchJSON{}, "", err
+	}
+	b, err := os.ReadFile(js)
+	if err != nil {
+		return benchJSON{}, "", err
+	}
+	var r benchJSON
+	if err := json.Unmarshal(b, &r); err != nil {
+		return benchJSON{}, "", fmt.Errorf("%s: %w", js, err)
+	}
+	return r, shellLine("cqlseq", full), nil
+}
+
+func bboltRows(ctx context.Context, c config) ([]row, error) {
+	r, cmd, err := runBench(ctx, c, "--store", "bbolt", "--mode", "trust0")
+	if err != nil {
+		return nil, err
+	}
+	return []row{{"bbolt, trust0, 4 partitions x 16 clients, fsync on",
+		fmt.Sprintf("%s commands/s, p99 %.1f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99), cmd}}, nil
+}
+
+// grayRatio matches the gray check's fenced line.
+var grayRatio = regexp.MustCompile(`(?m)^gray-check fenced: .*: ratio ([\d.]+) `)
+
+func clusterRows(ctx context.Context, c config) (rows []row, err error) {
+	state := filepath.Join(os.TempDir(), fmt.Sprintf("cqlseq-figures-%d.json", os.Getpid()))
+	began := time.Now()
+	out, err := command(ctx, c.launcher, "up", "-nodes", "3", "-heap", c.heap, "-timeout", "600s", "-state", state)
+	defer func() {
+		if _, derr := command(context.WithoutCancel(ctx), c.launcher, "down", "-state", state); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	hosts := strings.TrimSpace(string(out))
+	logf("3 nodes up in %.1f s at %s", time.Since(began).Seconds(), hosts)
+	ks := fmt.Sprintf("figures_%d", os.Getpid())
+	repl := `{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}`
+	if _, err := command(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", repl); err != nil {
+		return nil, err
+	}
+	r, cmd, err := runBench(ctx, c, "--hosts", hosts, "--keyspace", ks, "--mode", "fenced")
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row{"CQL RF 3 (3 nodes), fenced, 4 partitions x 16 clients",
+		fmt.Sprintf("%s commands/s, p99 %.0f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99),
+		fmt.Sprintf(`cqlseq migrate --hosts H --keyspace K --replication "%s"; %s`, repl, strings.NewReplacer(hosts, "H", ks, "K").Replace(cmd))})
+
+	out, err = command(ctx, c.torture, "-cqlseq", c.cqlseq, "-state", state, "-gray")
+	if err != nil {
+		return nil, err
+	}
+	m := grayRatio.FindSubmatch(out)
+	if m == nil {
+		return nil, errors.New("the gray check printed no fenced ratio")
+	}
+	rows = append(rows, row{"one node of three paused 10 s, fenced, 4 x 16: acks/s during the pause over before",
+		string(m[1]), "make gray-check"})
+	return rows, nil
+}
+
+// shellLine is name args as one would type it in a shell.
+func shellLine(name string, args []string) string {
+	words := []string{name}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " '\"$|^*?&;()<>{}[]\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
+}
+
+// commas formats v rounded, with thousands separators.
+func commas(v float64) string {
+	s := strconv.FormatInt(int64(v+0.5), 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

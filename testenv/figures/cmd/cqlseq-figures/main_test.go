@@ -1,0 +1,43 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestBenchMetricTakesTheNamedBenchmarksUnit(t *testing.T) {
+	out := []byte(`goos: linux
+BenchmarkSequencer/workspaces=1-2         	 6207012	       181.0 ns/op	         0 reads/op	       0 B/op	       0 allocs/op
+BenchmarkSequencer/workspaces=10000-2     	 1000000	      1020 ns/op
+BenchmarkRecovery/unflushed=1000000/workspaces=10000-2 	       4	 290000000 ns/op	 283000000 ns/recovery
+BenchmarkSequencer/workspaces=1-2         	 6207012	       179.0 ns/op	         0 reads/op
+`)
+	assert.Equal(t, []float64{181, 179}, benchMetric(out, "BenchmarkSequencer/workspaces=1-", "ns/op"))
+	assert.Equal(t, []float64{283000000}, benchMetric(out, "BenchmarkRecovery/unflushed=", "ns/recovery"))
+	assert.Empty(t, benchMetric(out, "BenchmarkCacheHeap", "ns/op"))
+}
+
+func TestRecoveryAndGrayLinesParse(t *testing.T) {
+	medians := "cqlseq   open       default      wall   1.61 s  peak RSS  120 MiB\nvoedger  actualize  default      wall   3.50 s  peak RSS   98 MiB\n"
+	m := recoveryMedian.FindAllStringSubmatch(medians, -1)
+	assert.Equal(t, [][]string{
+		{"cqlseq   open       default      wall   1.61 s", "cqlseq", "open", "1.61"},
+		{"voedger  actualize  default      wall   3.50 s", "voedger", "actualize", "3.50"},
+	}, m)
+	g := grayRatio.FindStringSubmatch("gray-check fenced: 522.3 acks/s in the 10s before, 808.5 acks/s during the 10.0 s pause of node 2: ratio 1.55 (need >= 0.2): ok; verify: 0 lost")
+	assert.Equal(t, "1.55", g[1])
+}
+
+func TestShellLineQuotesWhatTheShellWouldInterpret(t *testing.T) {
+	assert.Equal(t, `go test -run '^$' -bench 'A/b=1$|C' ./x/`, shellLine("go", []string{"test", "-run", "^$", "-bench", "A/b=1$|C", "./x/"}))
+	assert.Equal(t, `x --r '{'\''a'\'': 1}'`, shellLine("x", []string{"--r", "{'a': 1}"}))
+}
+
+func TestMedianAndCommas(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 2, 3}))
+	assert.Equal(t, "16,450", commas(16449.6))
+	assert.Equal(t, "950", commas(950))
+	assert.Equal(t, "1,000,000", commas(1e6))
+}
