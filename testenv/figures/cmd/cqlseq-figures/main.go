@@ -45,14 +45,20 @@ type config struct {
 // command that reproduces it.
 type row struct{ what, figure, command string }
 
+// defaults is the configuration of the README's table.
+var defaults = config{
+	cqlseq: "bin/cqlseq", launcher: "bin/cassandra-launcher", torture: "bin/cqlseq-torture",
+	count: 5, duration: 30 * time.Second, heap: "512m",
+}
+
 func main() {
-	var c config
-	flag.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
-	flag.StringVar(&c.launcher, "launcher", "bin/cassandra-launcher", "the Cassandra launcher")
-	flag.StringVar(&c.torture, "torture", "bin/cqlseq-torture", "the campaign driver (its -gray check)")
-	flag.IntVar(&c.count, "count", 5, "go test -count of the core benchmarks (medians are reported)")
-	flag.DurationVar(&c.duration, "duration", 30*time.Second, "cqlseq bench --duration")
-	flag.StringVar(&c.heap, "heap", "512m", "heap of each cluster node")
+	c := defaults
+	flag.StringVar(&c.cqlseq, "cqlseq", c.cqlseq, "the cqlseq binary")
+	flag.StringVar(&c.launcher, "launcher", c.launcher, "the Cassandra launcher")
+	flag.StringVar(&c.torture, "torture", c.torture, "the campaign driver (its -gray check)")
+	flag.IntVar(&c.count, "count", c.count, "go test -count of the core benchmarks (medians are reported)")
+	flag.DurationVar(&c.duration, "duration", c.duration, "cqlseq bench --duration")
+	flag.StringVar(&c.heap, "heap", c.heap, "heap of each cluster node")
 	flag.StringVar(&c.only, "only", "", "run only the cases whose name contains this (core, recovery, bbolt, rf3)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,26 +69,50 @@ func main() {
 	}
 }
 
+// figureCase is a group of the table's rows measured together: plan gives
+// their case and command (no figure), measure their figures, in order.
+type figureCase struct {
+	name    string
+	plan    func(config) []row
+	measure func(context.Context, config) ([]string, error)
+}
+
+var cases = []figureCase{
+	{"core", corePlan, coreMeasure},
+	{"recovery", recoveryPlan, recoveryMeasure},
+	{"bbolt", bboltPlan, bboltMeasure},
+	{"rf3", clusterPlan, clusterMeasure},
+}
+
+// plan is the table make figures prints, without the figures.
+func plan(c config) []row {
+	var rows []row
+	for _, cs := range cases {
+		if c.only == "" || strings.Contains(cs.name, c.only) {
+			rows = append(rows, cs.plan(c)...)
+		}
+	}
+	return rows
+}
+
 func run(ctx context.Context, c config, w io.Writer) error {
 	began := time.Now()
 	var rows []row
-	cases := []struct {
-		name string
-		run  func(context.Context, config) ([]row, error)
-	}{
-		{"core", coreRows},
-		{"recovery", recoveryRows},
-		{"bbolt", bboltRows},
-		{"rf3", clusterRows},
-	}
 	for _, cs := range cases {
 		if c.only != "" && !strings.Contains(cs.name, c.only) {
 			continue
 		}
 		logf("%s ...", cs.name)
-		r, err := cs.run(ctx, c)
+		figs, err := cs.measure(ctx, c)
 		if err != nil {
 			return fmt.Errorf("%s: %w", cs.name, err)
+		}
+		r := cs.plan(c)
+		if len(figs) != len(r) {
+			return fmt.Errorf("%s: %d figures for %d rows", cs.name, len(figs), len(r))
+		}
+		for i := range r {
+			r[i].figure = figs[i]
 		}
 		rows = append(rows, r...)
 	}
@@ -91,9 +121,14 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	fmt.Fprintln(w, "| case | figure | command |")
 	fmt.Fprintln(w, "|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | `%s` |\n", r.what, r.figure, strings.ReplaceAll(r.command, "|", `\|`))
+		fmt.Fprintln(w, r.markdown())
 	}
 	return nil
+}
+
+// markdown is r as a row of the README's table.
+func (r row) markdown() string {
+	return fmt.Sprintf("| %s | %s | `%s` |", r.what, r.figure, strings.ReplaceAll(r.command, "|", `\|`))
 }
 
 func logf(format string, args ...any) {
@@ -173,9 +208,20 @@ func benchMetric(out []byte, prefix, unit string) []float64 {
 	return vs
 }
 
-func coreRows(ctx context.Context, c config) ([]row, error) {
-	args := []string{"test", "-run", "^$", "-bench", "BenchmarkSequencer/workspaces=1$|BenchmarkRecovery/unflushed", "-count", strconv.Itoa(c.count), "./isequencer/"}
-	out, err := command(ctx, "go", args...)
+func coreArgs(c config) []string {
+	return []string{"test", "-run", "^$", "-bench", "BenchmarkSequencer/workspaces=1$|BenchmarkRecovery/unflushed", "-count", strconv.Itoa(c.count), "./isequencer/"}
+}
+
+func corePlan(c config) []row {
+	cmd := shellLine("go", coreArgs(c))
+	return []row{
+		{what: "sequencer core, one transaction (Start + 3 Next + Flush), 1 workspace", command: cmd},
+		{what: "recovery of 1,000,000 unflushed events (in memory)", command: cmd},
+	}
+}
+
+func coreMeasure(ctx context.Context, c config) ([]string, error) {
+	out, err := command(ctx, "go", coreArgs(c)...)
 	if err != nil {
 		return nil, err
 	}
@@ -184,17 +230,23 @@ func coreRows(ctx context.Context, c config) ([]row, error) {
 	if len(seq) != c.count || len(rec) != c.count {
 		return nil, fmt.Errorf("go test -bench: want %d results of each, got %d and %d", c.count, len(seq), len(rec))
 	}
-	cmd := shellLine("go", args)
-	return []row{
-		{"sequencer core, one transaction (Start + 3 Next + Flush), 1 workspace", fmt.Sprintf("%.0f ns (median of %d)", median(seq), len(seq)), cmd},
-		{"recovery of 1,000,000 unflushed events (in memory)", fmt.Sprintf("%.0f ms (median of %d)", median(rec)/1e6, len(rec)), cmd},
+	return []string{
+		fmt.Sprintf("%.0f ns (median of %d)", median(seq), len(seq)),
+		fmt.Sprintf("%.0f ms (median of %d)", median(rec)/1e6, len(rec)),
 	}, nil
 }
 
 // recoveryMedian matches bench-recovery's medians: "cqlseq open default wall 1.61 s".
 var recoveryMedian = regexp.MustCompile(`(?m)^(cqlseq|voedger)\s+(open|actualize)\s+\S+\s+wall\s+([\d.]+) s`)
 
-func recoveryRows(ctx context.Context, _ config) ([]row, error) {
+func recoveryPlan(config) []row {
+	return []row{{
+		what:    "recovery on CQL (one node) of 1,000,000 events over 10,000 workspaces: sequencer opening / `cqlseq actualize` (medians of 3)",
+		command: "make bench-recovery",
+	}}
+}
+
+func recoveryMeasure(ctx context.Context, _ config) ([]string, error) {
 	out, err := command(ctx, "make", "--no-print-directory", "-s", "bench-recovery")
 	if err != nil {
 		return nil, err
@@ -212,11 +264,7 @@ func recoveryRows(ctx context.Context, _ config) ([]row, error) {
 			return nil, fmt.Errorf("make bench-recovery: no median for %s", k)
 		}
 	}
-	return []row{{
-		"recovery on CQL (one node) of 1,000,000 events over 10,000 workspaces: sequencer opening / `cqlseq actualize` (medians of 3)",
-		fmt.Sprintf("%s s / %s s (cqlseq's PLog), %s s / %s s (Voedger's)", v["cqlseq open"], v["cqlseq actualize"], v["voedger open"], v["voedger actualize"]),
-		"make bench-recovery",
-	}}, nil
+	return []string{fmt.Sprintf("%s s / %s s (cqlseq's PLog), %s s / %s s (Voedger's)", v["cqlseq open"], v["cqlseq actualize"], v["voedger open"], v["voedger actualize"])}, nil
 }
 
 // benchJSON is the part of cqlseq bench --json the table shows.
@@ -229,42 +277,69 @@ type benchJSON struct {
 	} `json:"sequencer"`
 }
 
-func runBench(ctx context.Context, c config, args ...string) (benchJSON, string, error) {
+// benchArgs are cqlseq bench's arguments for a case: store flags, then the
+// load every case shares.
+func benchArgs(c config, store ...string) []string {
+	args := append([]string{"bench"}, store...)
+	return append(args, "--partitions", "4", "--concurrency", "16", "--duration", c.duration.String(), "--no-progress")
+}
+
+func runBench(ctx context.Context, c config, args []string) (benchJSON, error) {
 	dir, err := os.MkdirTemp("", "cqlseq-figures-")
 	if err != nil {
-		return benchJSON{}, "", err
+		return benchJSON{}, err
 	}
 	defer os.RemoveAll(dir)
 	js := filepath.Join(dir, "bench.json")
-	full := append([]string{"bench"}, args...)
-	full = append(full, "--partitions", "4", "--concurrency", "16", "--duration", c.duration.String(), "--no-progress")
-	if _, err := command(ctx, c.cqlseq, append(full, "--json", js)...); err != nil {
-		return benchJSON{}, "", err
+	if _, err := command(ctx, c.cqlseq, append(args, "--json", js)...); err != nil {
+		return benchJSON{}, err
 	}
 	b, err := os.ReadFile(js)
 	if err != nil {
-		return benchJSON{}, "", err
+		return benchJSON{}, err
 	}
 	var r benchJSON
 	if err := json.Unmarshal(b, &r); err != nil {
-		return benchJSON{}, "", fmt.Errorf("%s: %w", js, err)
+		return benchJSON{}, fmt.Errorf("%s: %w", js, err)
 	}
-	return r, shellLine("cqlseq", full), nil
+	return r, nil
 }
 
-func bboltRows(ctx context.Context, c config) ([]row, error) {
-	r, cmd, err := runBench(ctx, c, "--store", "bbolt", "--mode", "trust0")
+var bboltStore = []string{"--store", "bbolt", "--mode", "trust0"}
+
+func bboltPlan(c config) []row {
+	return []row{{what: "bbolt, trust0, 4 partitions x 16 clients, fsync on", command: shellLine("cqlseq", benchArgs(c, bboltStore...))}}
+}
+
+func bboltMeasure(ctx context.Context, c config) ([]string, error) {
+	r, err := runBench(ctx, c, benchArgs(c, bboltStore...))
 	if err != nil {
 		return nil, err
 	}
-	return []row{{"bbolt, trust0, 4 partitions x 16 clients, fsync on",
-		fmt.Sprintf("%s commands/s, p99 %.1f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99), cmd}}, nil
+	return []string{fmt.Sprintf("%s commands/s, p99 %.1f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99)}, nil
 }
 
 // grayRatio matches the gray check's fenced line.
 var grayRatio = regexp.MustCompile(`(?m)^gray-check fenced: .*: ratio ([\d.]+) `)
 
-func clusterRows(ctx context.Context, c config) (rows []row, err error) {
+const rf3Replication = `{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}`
+
+// rf3Store are the cluster case's store flags; H and K stand for the
+// cluster's hosts and the keyspace.
+func rf3Store(hosts, ks string) []string {
+	return []string{"--hosts", hosts, "--keyspace", ks, "--mode", "fenced"}
+}
+
+func clusterPlan(c config) []row {
+	return []row{
+		{what: "CQL RF 3 (3 nodes), fenced, 4 partitions x 16 clients",
+			command: shellLine("cqlseq", []string{"migrate", "--hosts", "H", "--keyspace", "K", "--replication", rf3Replication}) + "; " +
+				shellLine("cqlseq", benchArgs(c, rf3Store("H", "K")...))},
+		{what: "one node of three paused 10 s, fenced, 4 x 16: acks/s during the pause over before", command: "make gray-check"},
+	}
+}
+
+func clusterMeasure(ctx context.Context, c config) (figs []string, err error) {
 	state := filepath.Join(os.TempDir(), fmt.Sprintf("cqlseq-figures-%d.json", os.Getpid()))
 	began := time.Now()
 	out, err := command(ctx, c.launcher, "up", "-nodes", "3", "-heap", c.heap, "-timeout", "600s", "-state", state)
@@ -279,17 +354,14 @@ func clusterRows(ctx context.Context, c config) (rows []row, err error) {
 	hosts := strings.TrimSpace(string(out))
 	logf("3 nodes up in %.1f s at %s", time.Since(began).Seconds(), hosts)
 	ks := fmt.Sprintf("figures_%d", os.Getpid())
-	repl := `{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}`
-	if _, err := command(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", repl); err != nil {
+	if _, err := command(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", rf3Replication); err != nil {
 		return nil, err
 	}
-	r, cmd, err := runBench(ctx, c, "--hosts", hosts, "--keyspace", ks, "--mode", "fenced")
+	r, err := runBench(ctx, c, benchArgs(c, rf3Store(hosts, ks)...))
 	if err != nil {
 		return nil, err
 	}
-	rows = append(rows, row{"CQL RF 3 (3 nodes), fenced, 4 partitions x 16 clients",
-		fmt.Sprintf("%s commands/s, p99 %.0f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99),
-		fmt.Sprintf(`cqlseq migrate --hosts H --keyspace K --replication "%s"; %s`, repl, strings.NewReplacer(hosts, "H", ks, "K").Replace(cmd))})
+	figs = append(figs, fmt.Sprintf("%s commands/s, p99 %.0f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99))
 
 	out, err = command(ctx, c.torture, "-cqlseq", c.cqlseq, "-state", state, "-gray")
 	if err != nil {
@@ -299,16 +371,18 @@ func clusterRows(ctx context.Context, c config) (rows []row, err error) {
 	if m == nil {
 		return nil, errors.New("the gray check printed no fenced ratio")
 	}
-	rows = append(rows, row{"one node of three paused 10 s, fenced, 4 x 16: acks/s during the pause over before",
-		string(m[1]), "make gray-check"})
-	return rows, nil
+	return append(figs, string(m[1])), nil
 }
 
 // shellLine is name args as one would type it in a shell.
 func shellLine(name string, args []string) string {
 	words := []string{name}
 	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " '\"$|^*?&;()<>{}[]\\") {
+		switch {
+		case a != "" && !strings.ContainsAny(a, " '\"$|^*?&;()<>{}[]\\`!#~"):
+		case strings.Contains(a, "'") && !strings.ContainsAny(a, "\"$\\`!"):
+			a = `"` + a + `"`
+		default:
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 		words = append(words, a)
