@@ -318,6 +318,11 @@ func printActualized(e *env, a *seqstorage.Actualized, rd *replayProgress) {
 	for _, n := range a.Numbers {
 		fmt.Fprintf(w, "  WSID %d  SeqID %d  last %d  next %d\n", n.WSID, n.SeqID, n.Last, n.Next)
 	}
+	if rd.events == 0 {
+		fmt.Fprintf(w, "partition %d: replayed nothing: the PLog has no event at or after offset %d (%.2f s)\n",
+			a.Partition, a.Next, rd.elapsed().Seconds())
+		return
+	}
 	fmt.Fprintf(w, "partition %d: replayed %s in %.2f s (%s events/s), offset reached %d\n",
 		a.Partition, plural(rd.events, "event", "events"), rd.elapsed().Seconds(), commas(uint64(rd.rate())), rd.last)
 }

@@ -186,6 +186,21 @@ func TestActualizeCQLSeqFormat(t *testing.T) {
 	assert.Contains(t, r.stdout, "partition 0: stored next offset 3, 1 event read, next PLog offset 4\n  WSID 7  SeqID 1  last 6  next 7\n  WSID 7  SeqID 2  last 2  next 3\n")
 }
 
+// TestActualizeEmptyTailSaysSo: a partition flushed up to its last event
+// replays nothing, and the report says so instead of "offset reached 0".
+func TestActualizeEmptyTailSaysSo(t *testing.T) {
+	path := writePlanted(t, plogchecktest.Planted{
+		Events:     []plog.Event{ev(1, 7, 5, 1), ev(2, 8, 1, 1)},
+		StoredNext: 3,
+		Stored:     []isequencer.SeqValue{val(7, 1, 5), val(7, 2, 1), val(8, 1, 1), val(8, 2, 1)},
+	})
+	r := runCLI(t, "actualize", "--file", path, "--app", "1", "--partition", "0")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "partition 0: stored next offset 3, 0 events read, next PLog offset 3\n")
+	assert.Regexp(t, `partition 0: replayed nothing: the PLog has no event at or after offset 3 \([0-9.]+ s\)\n`, r.stdout)
+	assert.NotContains(t, r.stdout, "offset reached 0")
+}
+
 // TestActualizeProgress: on a terminal, actualize shows the events read,
 // their rate and the offset reached while it replays, prints the same
 // figures at the end, and --json carries them.
