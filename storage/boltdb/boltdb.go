@@ -189,8 +189,7 @@ func openBolt(path string, o Options) (*bolt.DB, error) {
 	case err == nil:
 		return db, nil
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("boltdb: open %s: the file is locked by another Store or process (waited %v): %w",
-			path, o.Timeout, storage.ErrUnavailable)
+		return nil, fmt.Errorf("boltdb: open %s (waited %v): %w", path, o.Timeout, ErrLocked)
 	case errors.As(err, &pathErr):
 		return nil, fmt.Errorf("boltdb: open %s: %w", path, err)
 	}

@@ -140,6 +140,7 @@ func TestSecondOpenTimesOut(t *testing.T) {
 	require.Error(t, err)
 	assert.Nil(t, second)
 	assert.ErrorIs(t, err, storage.ErrUnavailable)
+	assert.ErrorIs(t, err, ErrLocked)
 	assert.Contains(t, err.Error(), path, "the error names the file")
 	assert.Contains(t, err.Error(), "locked")
 

@@ -24,6 +24,11 @@ var (
 	// refuses it instead, naming the file and what is wrong.
 	ErrCorruptFile = errors.New("boltdb: corrupt file")
 
+	// ErrLocked: Open waited Options.Timeout for the file's lock, which
+	// another Store (of this or another process) holds. It wraps
+	// storage.ErrUnavailable: the file may be free later.
+	ErrLocked = fmt.Errorf("boltdb: file locked by another Store or process: %w", storage.ErrUnavailable)
+
 	// ErrReadOnly: a write to a Store opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("boltdb: store opened read-only")
 

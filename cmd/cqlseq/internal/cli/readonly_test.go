@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/storage/boltdb"
 )
 
 // benchFile writes a small bbolt file with bench and returns its path.
@@ -93,4 +95,21 @@ func TestVerifyJSONPathCheckedFirst(t *testing.T) {
 	b, err = os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"ok": true`)
+}
+
+// TestVerifyOnAFileInUseSaysWhen is issue 28's item 6: verify on a bbolt
+// file that a bench holds failed after 1 s with bbolt's lock message only,
+// while its help called it safe on a store in use.
+func TestVerifyOnAFileInUseSaysWhen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "held.db")
+	held, err := boltdb.Open(path, boltdb.Options{NoSync: true})
+	require.NoError(t, err)
+	defer held.Close()
+	for _, cmd := range []string{"verify", "inspect"} {
+		r := runCLI(t, cmd, "--file", path)
+		assert.Equal(t, ExitFailure, r.code, "%s: stdout:\n%s\nstderr:\n%s", cmd, r.stdout, r.stderr)
+		msg := requireOneLine(t, r)
+		assert.Contains(t, msg, "locked", cmd)
+		assert.Contains(t, msg, "once the process that has it open (a bench, a demo) has ended", cmd)
+	}
 }

@@ -397,6 +397,10 @@ func (f *storeFlags) openBolt(log *slog.Logger, mustExist bool) (*openedStore, e
 	st, err := boltdb.Open(o.path, boltdb.Options{NoSync: f.noSync, Logger: log, ReadOnly: mustExist})
 	if err != nil {
 		_ = o.close()
+		if errors.Is(err, boltdb.ErrLocked) {
+			// bbolt's lock keeps every other process out, readers too.
+			err = fmt.Errorf("%w; a bbolt file is read once the process that has it open (a bench, a demo) has ended", err)
+		}
 		return nil, err
 	}
 	o.st, o.desc = st, "bbolt "+o.path
