@@ -96,7 +96,7 @@ func plan(c config) []row {
 }
 
 func run(ctx context.Context, c config, w io.Writer) error {
-	began := time.Now()
+	began, loadBefore := time.Now(), loadAverage()
 	var rows []row
 	for _, cs := range cases {
 		if c.only != "" && !strings.Contains(cs.name, c.only) {
@@ -116,8 +116,8 @@ func run(ctx context.Context, c config, w io.Writer) error {
 		}
 		rows = append(rows, r...)
 	}
-	fmt.Fprintf(w, "\nMachine: %s. Apache Cassandra 5.0.8 (the launcher's, on loopback). %s, %s; make figures took %.0f s.\n\n",
-		machine(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), time.Since(began).Seconds())
+	fmt.Fprintf(w, "\nMachine: %s. Apache Cassandra 5.0.8 (the launcher's, on loopback). %s, %s; make figures took %.0f s, load average %s at its start, %s at its end.\n\n",
+		machine(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), time.Since(began).Seconds(), loadBefore, loadAverage())
 	fmt.Fprintln(w, "| case | figure | command |")
 	fmt.Fprintln(w, "|---|---|---|")
 	for _, r := range rows {
@@ -155,6 +155,20 @@ func machine() string {
 		kernel = ", Linux " + strings.TrimSpace(string(b))
 	}
 	return fmt.Sprintf("%d cores (%s), %s%s", runtime.NumCPU(), model, mem, kernel)
+}
+
+// loadAverage is the 1-minute load average ("?" when unknown): the figures
+// of a busy machine are not its figures.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }
 
 // command runs name args, with its stderr passed through, and returns its stdout.
