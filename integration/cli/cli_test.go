@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -149,14 +150,23 @@ func TestBenchInspectVerify(t *testing.T) {
 	require.Len(t, v.Partitions, 2)
 	assert.GreaterOrEqual(t, v.Partitions[0].Events+v.Partitions[1].Events, commands, "every command's event is in the log")
 
-	// Inspect: workspace 1 lives in partition 0; the first event is decoded.
-	r = itest.RunCLI(t, args([]string{"inspect", "--app", app, "--partition", "0", "--ws", "1", "--limit", "2"}, storeFlags(ks))...)
+	// Inspect: the first events are decoded.
+	r = itest.RunCLI(t, args([]string{"inspect", "--app", app, "--partition", "0", "--limit", "2"}, storeFlags(ks))...)
 	require.Equal(t, 0, r.Code, r.Stderr)
 	assert.Contains(t, r.Stdout, "next PLog offset  ")
 	assert.Contains(t, r.Stdout, "epoch ")
 	assert.Contains(t, r.Stdout, "offset 1: WSID ")
 	assert.Contains(t, r.Stdout, "offset 2: WSID ")
 	assert.Contains(t, r.Stdout, "numbers [1:1 2:1] records [1]", "the first event of a workspace takes the first numbers")
+
+	// With --ws, workspace 1's numbers (it lives in partition 0) and only its events.
+	r = itest.RunCLI(t, args([]string{"inspect", "--app", app, "--partition", "0", "--ws", "1", "--limit", "5"}, storeFlags(ks))...)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	assert.Regexp(t, `(?m)^workspace 1 +SeqID 1`, r.Stdout)
+	assert.Contains(t, r.Stdout, "events of workspace 1 from offset 1:")
+	for _, m := range regexp.MustCompile(`(?m)^  offset \d+: WSID (\d+) `).FindAllStringSubmatch(r.Stdout, -1) {
+		assert.Equal(t, "1", m[1], "--ws 1 shows workspace 1's events only:\n%s", r.Stdout)
+	}
 }
 
 func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
