@@ -38,6 +38,11 @@ const (
 	suspectTimeout
 	// suspectSilent: the host has been silent longer than the threshold.
 	suspectSilent
+	// suspectRefused: the host, as coordinator, refused a statement without
+	// running it (unavailable, overloaded, bootstrapping), and has not
+	// answered one since: its view of the cluster lacks replicas that other
+	// coordinators may reach (a failure detector stuck after a partition).
+	suspectRefused
 )
 
 func (s suspicion) String() string {
@@ -48,6 +53,8 @@ func (s suspicion) String() string {
 		return "an attempt timed out while other hosts answered"
 	case suspectSilent:
 		return "an attempt is outstanding with no reply since"
+	case suspectRefused:
+		return "as coordinator it refused a statement (unavailable, overloaded or bootstrapping) and has served none since"
 	}
 	return "not suspected"
 }
@@ -75,9 +82,11 @@ const maxOutstanding = 64
 //     when a timeout suspects its host and when it is withdrawn);
 //   - else suspected when silentFor(t) exceeds the threshold.
 //
-// A reply (a result, or an error the server sent) clears every suspicion
-// and every outstanding hand-out: a host that answers anything is alive,
-// and an attempt still outstanding on it is its statement's slowness.
+// A reply (a result, or an error the server sent) clears every silence and
+// timeout suspicion and every outstanding hand-out: a host that answers
+// anything is alive, and an attempt still outstanding on it is its
+// statement's slowness. A refusal (refused) suspects the host until it
+// serves a statement (a result).
 type hostHealth struct {
 	// pendingSince is the oldest hand-out since the last reply; zero: none.
 	pendingSince time.Time
@@ -92,6 +101,8 @@ type hostHealth struct {
 	// may withdraw.
 	timedOutAlone bool
 	lastProbe     time.Time
+	// refusedAt is the last refusal since the last result; zero: none.
+	refusedAt time.Time
 }
 
 // handOut records that an attempt goes to the host at now.
@@ -125,10 +136,17 @@ func (m *hostHealth) ended(start time.Time) {
 	}
 }
 
-// replied records an answer that ended an attempt at end.
-func (m *hostHealth) replied(end time.Time) {
+// replied records an answer that ended an attempt at end: a result
+// (served), a refusal, or another error the server sent (neither).
+func (m *hostHealth) replied(end time.Time, served, refusal bool) {
 	m.lastReply, m.pendingSince, m.timedOutAt, m.timedOutAlone = end, time.Time{}, time.Time{}, false
 	m.outstanding = m.outstanding[:0]
+	switch {
+	case refusal:
+		m.refusedAt = end
+	case served:
+		m.refusedAt = time.Time{}
+	}
 }
 
 // unanswered records an attempt, from start to end, that got no answer
@@ -178,6 +196,8 @@ func (m *hostHealth) verdict(now time.Time, lim healthLimits, threshold time.Dur
 		return suspectTimeout, silent
 	case silent > threshold:
 		return suspectSilent, silent
+	case !m.refusedAt.IsZero():
+		return suspectRefused, silent
 	}
 	return notSuspected, silent
 }
@@ -219,12 +239,13 @@ func (b *healthBook) handOut(key string, now time.Time) { b.host(key).handOut(no
 func (b *healthBook) probed(key string, now time.Time) { b.host(key).probed(now) }
 
 // replied records an answer from key to an attempt from start to end;
-// healthy (a result, not a server error) adds its latency to the window.
-func (b *healthBook) replied(key string, start, end time.Time, healthy bool) {
+// healthy (a result, not a server error) adds its latency to the window;
+// refusal: the server refused the statement without running it.
+func (b *healthBook) replied(key string, start, end time.Time, healthy, refusal bool) {
 	if healthy {
 		b.lat.add(end, end.Sub(start))
 	}
-	b.host(key).replied(end)
+	b.host(key).replied(end, healthy, refusal)
 	if end.After(b.lastReply) {
 		b.lastReply = end
 	}
@@ -420,7 +441,11 @@ func (h *health) noteLocked(k string, e *hostEntry, now time.Time) bool {
 	suspected := s != notSuspected
 	if suspected && !e.reported {
 		h.mu.stats.Suspicions++
-		h.log.Warn("cql: host suspected: it goes last in every query plan until it replies",
+		until := "until it replies"
+		if s == suspectRefused {
+			until = "until it serves a statement"
+		}
+		h.log.Warn("cql: host suspected: it goes last in every query plan "+until,
 			"host", e.info.ConnectAddress().String(), "reason", s.String(),
 			"silent_for", silent.Round(time.Millisecond), "threshold", th)
 	}
@@ -470,8 +495,8 @@ func (h *health) observe(ctx context.Context, hi *gocql.HostInfo, start, end tim
 	switch {
 	case replied(err):
 		prev := h.mu.book.host(k).lastReply
-		h.mu.book.replied(k, start, end, err == nil)
-		if e.reported {
+		h.mu.book.replied(k, start, end, err == nil, coordinatorRefused(err))
+		if v, _, _ := h.mu.book.verdict(k, end); e.reported && v == notSuspected {
 			silent := "no reply before"
 			if !prev.IsZero() {
 				silent = end.Sub(prev).Round(time.Millisecond).String()
@@ -492,6 +517,24 @@ func (h *health) observe(ctx context.Context, hi *gocql.HostInfo, start, end tim
 	default:
 		h.mu.book.unanswered(k, start, end)
 	}
+}
+
+// coordinatorRefused reports whether err is a coordinator's refusal to run
+// a statement: unavailable (it holds too few replicas alive), overloaded or
+// bootstrapping. Another coordinator may run it.
+func coordinatorRefused(err error) bool {
+	var (
+		ue *gocql.RequestErrUnavailable
+		re serverError
+	)
+	switch {
+	case errors.As(err, &ue):
+		return true
+	case errors.As(err, &re):
+		c := re.GetCode()
+		return c == gocql.ErrCodeUnavailable || c == gocql.ErrCodeOverloaded || c == gocql.ErrCodeBootstrapping
+	}
+	return false
 }
 
 // replied reports whether an attempt that ended with err got an answer from

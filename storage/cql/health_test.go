@@ -185,8 +185,41 @@ func TestHealthOnlyAnAnswerReadmits(t *testing.T) {
 	assert.Equal(t, f.b, f.plan(false)[0])
 
 	// An error the server sent is an answer.
-	f.h.observe(context.Background(), f.a, f.clk.now(), f.clk.now(), &gocql.RequestErrUnavailable{})
+	f.h.observe(context.Background(), f.a, f.clk.now(), f.clk.now(), &gocql.RequestErrWriteTimeout{})
 	assert.Equal(t, f.a, f.plan(false)[0])
+}
+
+// TestHealthACoordinatorThatRefusesGoesLastUntilItServes: after a network
+// partition healed, a Cassandra node whose failure detector still held the
+// others down answered every statement it coordinated with Unavailable;
+// token-aware plans kept sending a partition's conditional writes to it,
+// and the partition could not be opened for minutes (the campaign's
+// partition phase). A refusal (unavailable, overloaded, bootstrapping)
+// suspects its host until it serves a statement; a timeout or another
+// server error from it changes nothing of that.
+func TestHealthACoordinatorThatRefusesGoesLastUntilItServes(t *testing.T) {
+	f := newHealthFixture(t, nil)
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false))
+
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-time.Millisecond), f.clk.now(), &gocql.RequestErrUnavailable{Consistency: gocql.LocalSerial, Required: 2, Alive: 1})
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "a conditional statement goes elsewhere first")
+	f.clk.advance(time.Minute)
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false), "until it serves, whatever the time")
+
+	f.h.observe(context.Background(), f.a, f.clk.now(), f.clk.now(), &gocql.RequestErrWriteTimeout{})
+	assert.Equal(t, f.b, f.plan(false)[0], "another server error does not re-admit it")
+	f.reply(f.a, time.Millisecond)
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false), "a result re-admits it")
+
+	// When every coordinator refuses (a quorum is lost), the order is the inner one.
+	for _, hi := range []*gocql.HostInfo{f.a, f.b, f.c} {
+		f.h.observe(context.Background(), hi, f.clk.now(), f.clk.now(), &gocql.RequestErrUnavailable{})
+	}
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(false))
+	assert.True(t, coordinatorRefused(&gocql.RequestErrUnavailable{}))
+	assert.False(t, coordinatorRefused(&gocql.RequestErrWriteTimeout{}))
+	assert.False(t, coordinatorRefused(gocql.ErrTimeoutNoResponse))
 }
 
 func TestHealthProbesASuspectedHostWithIdempotentStatementsOnly(t *testing.T) {
@@ -435,7 +468,16 @@ func TestHostHealthVerdicts(t *testing.T) {
 		{"no events", func(*hostHealth) {}, time.Second, notSuspected, 0},
 		{"outstanding under the threshold", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 90 * ms, notSuspected, 90 * ms},
 		{"outstanding past the threshold", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 110 * ms, suspectSilent, 110 * ms},
-		{"a reply clears it", func(m *hostHealth) { m.handOut(at(0), testLimits); m.replied(at(50 * ms)) }, time.Second, notSuspected, 0},
+		{"a reply clears it", func(m *hostHealth) { m.handOut(at(0), testLimits); m.replied(at(50*ms), true, false) }, time.Second, notSuspected, 0},
+		{"a refusal suspects it", func(m *hostHealth) { m.handOut(at(0), testLimits); m.replied(at(5*ms), false, true) }, time.Minute, suspectRefused, 0},
+		{"another server error leaves a refusal", func(m *hostHealth) {
+			m.replied(at(5*ms), false, true)
+			m.replied(at(10*ms), false, false)
+		}, time.Minute, suspectRefused, 0},
+		{"a result clears a refusal", func(m *hostHealth) {
+			m.replied(at(5*ms), false, true)
+			m.replied(at(10*ms), true, false)
+		}, time.Minute, notSuspected, 0},
 		{"a hand-out expires after callTO", func(m *hostHealth) { m.handOut(at(0), testLimits) }, 6 * time.Second, notSuspected, 0},
 		{"an unanswered end keeps the silence past callTO", func(m *hostHealth) {
 			m.handOut(at(0), testLimits)
@@ -472,7 +514,7 @@ func TestHealthBookTimeoutRules(t *testing.T) {
 
 	// Another host replied in the window: the silence is A's.
 	b := newHealthBook(testLimits)
-	b.replied("b", at(400*time.Millisecond), at(500*time.Millisecond), true)
+	b.replied("b", at(400*time.Millisecond), at(500*time.Millisecond), true, false)
 	b.timedOut("a", at(0), at(time.Second))
 	assert.Equal(t, suspectTimeout, state(&b, "a", at(time.Second)))
 
@@ -504,7 +546,7 @@ func TestHealthBookTimeoutRules(t *testing.T) {
 	// A reply re-admits a suspected host.
 	b = newHealthBook(testLimits)
 	b.timedOut("a", at(0), at(time.Second))
-	b.replied("a", at(2*time.Second), at(2*time.Second), false)
+	b.replied("a", at(2*time.Second), at(2*time.Second), false, false)
 	assert.Equal(t, notSuspected, state(&b, "a", at(2*time.Second)))
 }
 

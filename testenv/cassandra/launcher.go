@@ -584,6 +584,8 @@ const logbackXML = `<configuration scan="false">
   </appender>
   <root level="WARN"><appender-ref ref="FILE"/></root>
   <logger name="org.apache.cassandra.service.CassandraDaemon" level="INFO"/>
+  <logger name="org.apache.cassandra.gms" level="INFO"/>
+  <logger name="org.apache.cassandra.net" level="INFO"/>
 </configuration>
 `
 

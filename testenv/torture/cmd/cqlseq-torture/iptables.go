@@ -31,9 +31,14 @@ func storagePort(dir string) int {
 	return 0
 }
 
-// partitionRules are the iptables rule specs (after -A/-D INPUT) that cut
-// 127.0.0.3 from 127.0.0.1 and 127.0.0.2 on the storage port, both ways,
-// each carrying the comment tag (no spaces).
+// partitionRules are the iptables rule specs (after -A/-D INPUT) that drop
+// the storage-port traffic between 127.0.0.3 and 127.0.0.1 or 127.0.0.2,
+// each carrying the comment tag (no spaces). Cassandra does not bind its
+// outbound connections, so on loopback they leave from 127.0.0.1 whatever
+// the node: what node 3 sends passes, what nodes 1 and 2 send to it is
+// dropped. The cut is one-way (node 3 hears nothing), which is the fault
+// that left node 3's failure detector holding nodes 1 and 2 down after the
+// rules were gone.
 func partitionRules(port int, tag string) [][]string {
 	var rs [][]string
 	for _, other := range []string{"127.0.0.1", "127.0.0.2"} {

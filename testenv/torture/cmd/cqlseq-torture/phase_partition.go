@@ -50,7 +50,7 @@ func (t *tort) partition(ctx context.Context, mode string) error {
 	})
 	if err == nil {
 		if useIPT {
-			r.note = fmt.Sprintf("iptables DROP between node 3 and nodes 1, 2 (storage port), %v", t.c.cut)
+			r.note = fmt.Sprintf("iptables DROP of the storage-port traffic to node 3 (one-way: see partitionRules), %v", t.c.cut)
 		} else {
 			r.note = fmt.Sprintf("iptables unusable: node 3 SIGSTOPped %v instead", t.c.cut)
 		}
