@@ -250,8 +250,8 @@ func coreMeasure(ctx context.Context, c config) ([]string, error) {
 	}, nil
 }
 
-// recoveryMedian matches bench-recovery's medians: "cqlseq open default wall 1.61 s".
-var recoveryMedian = regexp.MustCompile(`(?m)^(cqlseq|voedger)\s+(open|actualize)\s+\S+\s+wall\s+([\d.]+) s`)
+// recoveryMedian matches bench-recovery's medians: "cqlseq open this build wall 1.61 s".
+var recoveryMedian = regexp.MustCompile(`(?m)^(cqlseq|voedger)\s+(open|actualize)\s+.*?\s+wall\s+([\d.]+) s`)
 
 func recoveryPlan(config) []row {
 	return []row{{

@@ -19,11 +19,11 @@ BenchmarkSequencer/workspaces=1-2         	 6207012	       179.0 ns/op	         
 }
 
 func TestRecoveryAndGrayLinesParse(t *testing.T) {
-	medians := "cqlseq   open       default      wall   1.61 s  peak RSS  120 MiB\nvoedger  actualize  default      wall   3.50 s  peak RSS   98 MiB\n"
+	medians := "cqlseq   open       this build   wall   2.61 s  peak RSS   19 MiB\nvoedger  actualize  after        wall   3.50 s  peak RSS   98 MiB\n"
 	m := recoveryMedian.FindAllStringSubmatch(medians, -1)
 	assert.Equal(t, [][]string{
-		{"cqlseq   open       default      wall   1.61 s", "cqlseq", "open", "1.61"},
-		{"voedger  actualize  default      wall   3.50 s", "voedger", "actualize", "3.50"},
+		{"cqlseq   open       this build   wall   2.61 s", "cqlseq", "open", "2.61"},
+		{"voedger  actualize  after        wall   3.50 s", "voedger", "actualize", "3.50"},
 	}, m)
 	g := grayRatio.FindStringSubmatch("gray-check fenced: 522.3 acks/s in the 10s before, 808.5 acks/s during the 10.0 s pause of node 2: ratio 1.55 (need >= 0.2): ok; verify: 0 lost")
 	assert.Equal(t, "1.55", g[1])
