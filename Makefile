@@ -23,7 +23,7 @@
 #                           metric names of ops/ (rules, tests, dashboard)
 #   make figures            runs the command of each headline figure and prints the
 #                           README's Figures table with the machine named (about
-#                           10 minutes: a launcher node, then a 3-node cluster)
+#                           6 minutes: a launcher node, then a 3-node cluster)
 #   make bench-recovery     issue 27: a sequencer opening and cqlseq actualize on
 #                           1,000,000 events (cqlseq's and Voedger's PLog) on
 #                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops;

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestBenchMetricTakesTheNamedBenchmarksUnit(t *testing.T) {
@@ -41,4 +46,35 @@ func TestMedianAndCommas(t *testing.T) {
 	assert.Equal(t, "16,450", commas(16449.6))
 	assert.Equal(t, "950", commas(950))
 	assert.Equal(t, "1,000,000", commas(1e6))
+}
+
+// TestTheREADMEsTableIsMakeFigures is issue 28's item 5: the README's
+// figures came from commands that measured something else. Each row of
+// its Figures table is a row make figures prints, in the same order with
+// the same case and command; only the figures differ between runs.
+func TestTheREADMEsTableIsMakeFigures(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
+	require.NoError(t, err)
+	_, figures, ok := strings.Cut(string(b), "\n## Figures\n")
+	require.True(t, ok, "the README has a Figures section")
+	figures, _, _ = strings.Cut(figures, "\n## ")
+	_, table, ok := strings.Cut(figures, "| case | figure | command |\n|---|---|---|\n")
+	require.True(t, ok, "the Figures section has make figures' table")
+	var readme []string
+	for _, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "| ") {
+			break
+		}
+		readme = append(readme, line)
+	}
+	want := plan(defaults)
+	require.Len(t, readme, len(want), "rows:\n%s", strings.Join(readme, "\n"))
+	figure := regexp.MustCompile(`^\| (.*) \| (.*) \| (.*) \|$`)
+	for i, line := range readme {
+		m := figure.FindStringSubmatch(line)
+		require.NotNil(t, m, line)
+		w := want[i]
+		w.figure = m[2]
+		assert.Equal(t, w.markdown(), line, "README row %d", i+1)
+	}
 }
