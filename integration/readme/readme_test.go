@@ -45,6 +45,10 @@ var notRun = map[string]string{
 const scriptTimeout = 15 * time.Minute
 
 func TestTheREADMERunsAsWritten(t *testing.T) {
+	for _, tool := range []string{"bash", "make", "go", "git", "curl"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "the README's blocks need %s on PATH (README, Requirements)", tool)
+	}
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	text, err := os.ReadFile(filepath.Join(root, "README.md"))
