@@ -192,10 +192,32 @@ func WaitRing(ctx context.Context, c *Cluster, limit time.Duration) error {
 	}
 }
 
+// RingError is WaitRing's error about one node (1-based) that does not see
+// the ring whole.
+type RingError struct {
+	Node int
+	Host string
+	Err  error
+}
+
+func (e *RingError) Error() string { return fmt.Sprintf("node %d (%s): %v", e.Node, e.Host, e.Err) }
+
+func (e *RingError) Unwrap() error { return e.Err }
+
+// HoldsPeersDown reports whether the node sees every node NORMAL in gossip
+// but refuses a read at ALL as unavailable: its failure detector holds
+// peers down that answer the others (seen after a one-way network cut).
+func (e *RingError) HoldsPeersDown() bool {
+	var ue *gocql.RequestErrUnavailable
+	return errors.Is(e.Err, errReadAtAll) && errors.As(e.Err, &ue)
+}
+
+var errReadAtAll = errors.New("a read at consistency ALL")
+
 func ringErr(ctx context.Context, c *Cluster) error {
 	for i, n := range c.Nodes {
 		if err := nodeSeesRing(ctx, n.Host, len(c.Nodes)); err != nil {
-			return fmt.Errorf("node %d (%s): %w", i+1, n.Host, err)
+			return &RingError{Node: i + 1, Host: n.Host, Err: err}
 		}
 	}
 	return nil
@@ -231,7 +253,7 @@ func nodeSeesRing(ctx context.Context, host string, n int) error {
 	}
 	q := s.Query("SELECT * FROM system_distributed.repair_history LIMIT 1").WithContext(ctx).Consistency(gocql.All)
 	if err := q.Exec(); err != nil {
-		return fmt.Errorf("a read at consistency ALL: %w", err)
+		return fmt.Errorf("%w: %w", errReadAtAll, err)
 	}
 	return nil
 }

@@ -157,6 +157,8 @@ type tort struct {
 	cluster *cassandra.Cluster
 	opts    cassandra.Options
 	rows    []row
+	// repairs are the cluster repairs waitWhole made (a node restarted).
+	repairs []string
 	ksBase  string
 	kss     []string // keyspaces created
 	failed  bool     // a check failed
@@ -274,6 +276,9 @@ func run(args []string) error {
 		strings.Join(c.phases, ","), c.benchArgs)
 	err := t.runPhases(ctx)
 	t.printTable()
+	for _, r := range t.repairs {
+		fmt.Fprintf(t.out, "cluster repair: %s\n", r)
+	}
 	if err != nil {
 		return fmt.Errorf("%w (keyspaces %s_* and %s kept)", err, t.ksBase, t.c.dir)
 	}
