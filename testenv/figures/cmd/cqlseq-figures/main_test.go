@@ -61,11 +61,15 @@ func TestTheREADMEsTableIsMakeFigures(t *testing.T) {
 	_, table, ok := strings.Cut(figures, "| case | figure | command |\n|---|---|---|\n")
 	require.True(t, ok, "the Figures section has make figures' table")
 	var readme []string
-	for _, line := range strings.Split(table, "\n") {
+	lines := strings.Split(table, "\n")
+	for _, line := range lines {
 		if !strings.HasPrefix(line, "| ") {
 			break
 		}
 		readme = append(readme, line)
+	}
+	if len(readme) < len(lines) {
+		assert.Empty(t, lines[len(readme)], "a blank line ends the table, nothing pasted under it")
 	}
 	want := plan(defaults)
 	require.Len(t, readme, len(want), "rows:\n%s", strings.Join(readme, "\n"))
