@@ -100,8 +100,10 @@ type Condition struct {
 // Storage is the contract. Every call takes a context and honours its
 // deadline and cancellation (returning an error that wraps ctx.Err()).
 // Not found is reported as ok == false, never as an error. A row written with
-// a TTL is absent to every read once the TTL has passed. Methods are safe for
-// concurrent use.
+// a TTL is absent to every read once the TTL has passed, and may be absent up
+// to 1 s before: CQL counts a TTL in whole seconds from the second the write
+// was applied in (a row written at 10.9 s with a TTL of 1 s expires at 11 s;
+// elections.Options.Skew allows for it). Methods are safe for concurrent use.
 type Storage interface {
 	// Get reads one row.
 	Get(ctx context.Context, pKey, cCols []byte) (value []byte, ok bool, err error)

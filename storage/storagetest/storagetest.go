@@ -710,7 +710,10 @@ func testTTL(t *testing.T, s suite) {
 	require.NoError(t, err)
 	assert.True(t, ok)
 	assert.Equal(t, []byte("new"), v)
-	ok, err = st.InsertIfNotExists(ctx, p, []byte("lease"), []byte("you"), time.Second)
+	// The new row's TTL must outlive the Get below: CQL counts a TTL from
+	// the write's whole second, so a row written with a TTL of 1 s may
+	// expire at once (see storage.Storage).
+	ok, err = st.InsertIfNotExists(ctx, p, []byte("lease"), []byte("you"), 10*time.Second)
 	require.NoError(t, err)
 	assert.True(t, ok, "an expired row does not exist")
 	v, _, err = st.Get(ctx, p, []byte("lease"))
