@@ -20,6 +20,15 @@ var (
 	// refuses every later write.
 	ErrFenced = errors.New("plog: fenced: another owner holds the partition")
 
+	// ErrOwnEventStored: a FencedWriter found, at offsets it was writing,
+	// events byte for byte equal to ones it wrote earlier in a batch whose
+	// outcome was unknown, in a block fenced with its own epoch: that
+	// batch was applied after all (a Paxos proposal accepted before a
+	// crash, completed by a later round). Nothing was written and the
+	// writer is not stopped: the caller re-reads the PLog (the events are
+	// there now) and goes on after them.
+	ErrOwnEventStored = errors.New("plog: an earlier write of this writer, whose outcome was unknown, is stored")
+
 	// ErrInvalidOptions wraps every problem NewWriter or NewReader finds in
 	// its options.
 	ErrInvalidOptions = errors.New("plog: invalid options")

@@ -89,8 +89,15 @@ type FencedWriter struct {
 		conds       []storage.Condition
 		rows        []storage.Row
 		recs        []storage.Row
+		// inDoubt holds the encoded events of batches whose outcome was
+		// unknown, by offset, until a later batch at or past them is
+		// applied (at most maxInDoubt).
+		inDoubt map[isequencer.PLogOffset][]byte
 	}
 }
+
+// maxInDoubt bounds FencedWriter.mu.inDoubt.
+const maxInDoubt = 4096
 
 // NewFencedWriter validates o (after EnsureDefaults) and returns a
 // FencedWriter.
@@ -275,9 +282,11 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 		w.mu.conds, w.mu.rows = conds, rows
 		ok, withRecords, err := w.applyChunkLocked(ctx, chunk, pKey, conds, rows)
 		if err != nil {
+			w.keepInDoubtLocked(chunk, at)
 			return fmt.Errorf("plog: partition %d offsets %d..%d (epoch %d): writing %d events: %w", part, first, last, epoch, len(chunk), err)
 		}
 		if ok {
+			w.dropInDoubtLocked(last)
 			w.mu.fencedBlock, w.mu.hasFenced = block, true
 			if withRecords {
 				return nil
@@ -300,6 +309,12 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 			w.mu.fencedBlock, w.mu.hasFenced = block, true
 			establish = false
 			continue
+		case exists && w.ownEventsStoredLocked(ctx, chunk, pKey):
+			// Under our own fence, the events found are the ones we
+			// wrote in a batch whose outcome was unknown.
+			w.mu.fencedBlock, w.mu.hasFenced = block, true
+			return fmt.Errorf("%w: partition %d offsets %d..%d (epoch %d): the events found there are this writer's, from an earlier batch whose outcome was unknown; nothing written",
+				ErrOwnEventStored, part, first, last, epoch)
 		}
 		return w.stopLocked(w.eventConflict(ctx, chunk, pKey, exists))
 	}
@@ -339,6 +354,58 @@ func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKe
 	applied := make([]bool, len(batches))
 	err = ma.ApplyBatchesIf(ctx, batches, applied)
 	return applied[0], true, err
+}
+
+// keepInDoubtLocked remembers the encoded events of chunk (events[at:]),
+// whose batch's outcome is unknown.
+func (w *FencedWriter) keepInDoubtLocked(chunk []*Event, at int) {
+	if w.mu.inDoubt == nil {
+		w.mu.inDoubt = make(map[isequencer.PLogOffset][]byte)
+	}
+	for i, e := range chunk {
+		if len(w.mu.inDoubt) >= maxInDoubt {
+			return
+		}
+		w.mu.inDoubt[e.Offset] = bytes.Clone(w.enc(at + i))
+	}
+}
+
+// dropInDoubtLocked forgets the in-doubt events at or below last: a batch
+// up to last was applied, so those offsets are settled.
+func (w *FencedWriter) dropInDoubtLocked(last isequencer.PLogOffset) {
+	for off := range w.mu.inDoubt {
+		if off <= last {
+			delete(w.mu.inDoubt, off)
+		}
+	}
+}
+
+// ownEventsStoredLocked reports whether every event stored at chunk's
+// offsets (at least one) is, byte for byte, one this writer wrote in a
+// batch whose outcome was unknown. A re-read that fails says no.
+func (w *FencedWriter) ownEventsStoredLocked(ctx context.Context, chunk []*Event, pKey []byte) bool {
+	if len(w.mu.inDoubt) == 0 {
+		return false
+	}
+	items := make([]storage.GetItem, len(chunk))
+	for i, e := range chunk {
+		items[i].CCols = EventCCols(e.Offset)
+	}
+	if err := w.o.Storage.GetBatch(ctx, pKey, items); err != nil {
+		return false
+	}
+	found := false
+	for i, it := range items {
+		if !it.Ok {
+			continue
+		}
+		mine, ok := w.mu.inDoubt[chunk[i].Offset]
+		if !ok || !bytes.Equal(mine, it.Value) {
+			return false
+		}
+		found = true
+	}
+	return found
 }
 
 // eventConflict names the offsets of chunk that hold an event, as far as a

@@ -269,3 +269,45 @@ func TestSweepUnknownOutcomes(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrUnavailable)
 	require.False(t, errors.Is(err, plog.ErrFenced))
 }
+
+// TestFencedOwnInDoubtEventSurfaces: a group whose batch was applied but
+// reported an unknown outcome (a Paxos proposal accepted before a crash,
+// completed later) is found at the offsets the writer writes again after
+// a replay that did not see it. The writer must not stop for its own
+// events (it returns ErrOwnEventStored, not ErrConflict, and writes on);
+// a different event there is still a conflict that stops it.
+func TestFencedOwnInDoubtEventSurfaces(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New(mem.Options{})
+	defer inner.Close()
+	st, err := faulty.New(inner, faulty.Options{})
+	require.NoError(t, err)
+	w := plogtest.NewWriter(t, st, 1, 1, 0, 0)
+	owner := plogtest.OwnerOf(1, 1)
+	require.NoError(t, w.WriteGroup(ctx, plogtest.Group(owner, 1, 3)))
+
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpApplyBatchIf, faulty.OpApplyBatchesIf},
+		Action: faulty.Fail, Err: storage.ErrUnknownOutcome, AfterCall: true, Times: 1}))
+	err = w.WriteGroup(ctx, plogtest.Group(owner, 4, 2)) // applied, outcome unknown
+	require.ErrorIs(t, err, storage.ErrUnknownOutcome)
+
+	// The replay missed offsets 4-5: the next commands take them again.
+	other := plogtest.OwnerOf(1, 2)
+	err = w.WriteGroup(ctx, plogtest.Group(other, 4, 2))
+	require.ErrorIs(t, err, plog.ErrOwnEventStored)
+	require.NotErrorIs(t, err, plog.ErrConflict)
+	// After the next replay, which sees them, the writer goes on.
+	require.NoError(t, w.WriteGroup(ctx, plogtest.Group(other, 6, 2)))
+	got := plogtest.ReadLog(t, inner, 1, 1)
+	require.Len(t, got, 7)
+	assert.Equal(t, owner, got[4].Owner, "offset 5 holds the in-doubt write")
+	assert.Equal(t, other, got[5].Owner)
+
+	// An event the writer never wrote, under its own fence: a conflict.
+	planted, err := plog.AppendEncoded(nil, plogtest.Event(plogtest.OwnerOf(1, 3), 8))
+	require.NoError(t, err)
+	require.NoError(t, inner.Put(ctx, plog.EventPKey(1, 8), plog.EventCCols(8), planted))
+	err = w.WriteGroup(ctx, plogtest.Group(other, 8, 1))
+	require.ErrorIs(t, err, plog.ErrConflict)
+	require.ErrorIs(t, w.WriteGroup(ctx, plogtest.Group(other, 9, 1)), plog.ErrConflict, "stopped")
+}
