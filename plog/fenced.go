@@ -309,14 +309,18 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 			w.mu.fencedBlock, w.mu.hasFenced = block, true
 			establish = false
 			continue
-		case exists && w.ownEventsStoredLocked(ctx, chunk, pKey):
+		}
+		// Refused under our own fence or with none: read the offsets once,
+		// to tell our own in-doubt events from anyone else's.
+		stored, readErr := w.readEvents(ctx, chunk, pKey)
+		if exists && readErr == nil && w.ownEventsLocked(chunk, stored) {
 			// Under our own fence, the events found are the ones we
 			// wrote in a batch whose outcome was unknown.
 			w.mu.fencedBlock, w.mu.hasFenced = block, true
 			return fmt.Errorf("%w: partition %d offsets %d..%d (epoch %d): the events found there are this writer's, from an earlier batch whose outcome was unknown; nothing written",
 				ErrOwnEventStored, part, first, last, epoch)
 		}
-		return w.stopLocked(w.eventConflict(ctx, chunk, pKey, exists))
+		return w.stopLocked(w.eventConflict(chunk, stored, readErr, exists))
 	}
 	recs := w.mu.recs[:0]
 	for _, e := range chunk {
@@ -380,22 +384,21 @@ func (w *FencedWriter) dropInDoubtLocked(last isequencer.PLogOffset) {
 	}
 }
 
-// ownEventsStoredLocked reports whether every event stored at chunk's
-// offsets (at least one) is, byte for byte, one this writer wrote in a
-// batch whose outcome was unknown. A re-read that fails says no.
-func (w *FencedWriter) ownEventsStoredLocked(ctx context.Context, chunk []*Event, pKey []byte) bool {
-	if len(w.mu.inDoubt) == 0 {
-		return false
-	}
+// readEvents reads the events stored at chunk's offsets.
+func (w *FencedWriter) readEvents(ctx context.Context, chunk []*Event, pKey []byte) ([]storage.GetItem, error) {
 	items := make([]storage.GetItem, len(chunk))
 	for i, e := range chunk {
 		items[i].CCols = EventCCols(e.Offset)
 	}
-	if err := w.o.Storage.GetBatch(ctx, pKey, items); err != nil {
-		return false
-	}
+	return items, w.o.Storage.GetBatch(ctx, pKey, items)
+}
+
+// ownEventsLocked reports whether every event stored (read by readEvents
+// at chunk's offsets; at least one) is, byte for byte, one this writer
+// wrote in a batch whose outcome was unknown.
+func (w *FencedWriter) ownEventsLocked(chunk []*Event, stored []storage.GetItem) bool {
 	found := false
-	for i, it := range items {
+	for i, it := range stored {
 		if !it.Ok {
 			continue
 		}
@@ -408,26 +411,26 @@ func (w *FencedWriter) ownEventsStoredLocked(ctx context.Context, chunk []*Event
 	return found
 }
 
-// eventConflict names the offsets of chunk that hold an event, as far as a
-// re-read can tell.
-func (w *FencedWriter) eventConflict(ctx context.Context, chunk []*Event, pKey []byte, fenced bool) error {
-	items := make([]storage.GetItem, len(chunk))
-	for i, e := range chunk {
-		items[i].CCols = EventCCols(e.Offset)
-	}
-	var taken []isequencer.PLogOffset
-	if err := w.o.Storage.GetBatch(ctx, pKey, items); err == nil {
-		for i, it := range items {
+// eventConflict names the offsets of chunk that hold an event (stored, as
+// read by readEvents, unless that read failed with readErr).
+func (w *FencedWriter) eventConflict(chunk []*Event, stored []storage.GetItem, readErr error, fenced bool) error {
+	var taken string
+	if readErr == nil {
+		var offs []isequencer.PLogOffset
+		for i, it := range stored {
 			if it.Ok {
-				taken = append(taken, chunk[i].Offset)
+				offs = append(offs, chunk[i].Offset)
 			}
 		}
+		taken = fmt.Sprintf("offsets %v", offs)
+	} else {
+		taken = fmt.Sprintf("offsets not known (re-reading them: %v)", readErr)
 	}
 	fence := fmt.Sprintf("fenced with this writer's epoch %d", w.o.Epoch)
 	if !fenced {
 		fence = "with no fence"
 	}
-	return fmt.Errorf("%w: partition %d offsets %d..%d: events already stored at offsets %v, in a block %s; nothing written, nothing overwritten",
+	return fmt.Errorf("%w: partition %d offsets %d..%d: events already stored at %s, in a block %s; nothing written, nothing overwritten",
 		ErrConflict, w.o.Partition, chunk[0].Offset, chunk[len(chunk)-1].Offset, taken, fence)
 }
 
