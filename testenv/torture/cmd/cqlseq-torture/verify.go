@@ -14,8 +14,15 @@ import (
 )
 
 // verify runs cqlseq verify --acks on ks (partitions 0..parts-1) and fills
-// r's counts from its JSON report.
+// r's counts from its JSON report. It first waits until the cluster is
+// whole (waitWhole): the phase's faults are over, and a node still
+// rejoining (after a one-way cut, one that holds its peers down refuses
+// LOCAL_QUORUM reads) would fail the check for want of replicas, not for
+// anything lost.
 func (t *tort) verify(ctx context.Context, ks, ackLog string, parts int, r *row) error {
+	if err := t.waitWhole(ctx, "verify "+ks); err != nil {
+		return err
+	}
 	ps := make([]string, parts)
 	for i := range ps {
 		ps[i] = strconv.Itoa(i)

@@ -26,10 +26,10 @@ func (t *tort) waitWhole(ctx context.Context, name string) error {
 	began := time.Now()
 	var err error
 	if t.cluster != nil {
-		err = nodesRunning(t.cluster)
-		if err == nil {
-			err = cassandra.WaitRing(ctx, t.cluster, t.c.wholeTimeout/2)
+		if err := nodesRunning(t.cluster); err != nil {
+			return fmt.Errorf("%s: the cluster is not whole before the phase: %w", name, err)
 		}
+		err = cassandra.WaitRing(ctx, t.cluster, t.c.wholeTimeout/2)
 		var re *cassandra.RingError
 		if errors.As(err, &re) && re.HoldsPeersDown() {
 			t.logf("%s: CLUSTER REPAIR: node %d still holds live peers down (%v); restarting it", name, re.Node, re.Err)

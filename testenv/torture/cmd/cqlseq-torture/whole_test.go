@@ -45,3 +45,16 @@ func TestNodesRunningNamesTheNodeThatIsNotRunning(t *testing.T) {
 	c := &cassandra.Cluster{Nodes: []*cassandra.Instance{{PID: 1 << 30, Host: "127.0.0.1:9042"}}}
 	require.ErrorContains(t, nodesRunning(c), "node 1 (127.0.0.1:9042, pid 1073741824) is not running")
 }
+
+// verify runs on a whole cluster only: with a node down it fails before it
+// runs cqlseq verify (whose LOCAL_QUORUM reads a node still rejoining may
+// refuse), and says why.
+func TestVerifyWaitsForAWholeCluster(t *testing.T) {
+	tr := &tort{
+		c:       config{cqlseq: "/nonexistent/cqlseq", dir: t.TempDir(), wholeTimeout: time.Second},
+		cluster: &cassandra.Cluster{Nodes: []*cassandra.Instance{{PID: 1 << 30, Host: "127.0.0.3:9042"}}},
+	}
+	var r row
+	err := tr.verify(context.Background(), "ks", "acks.log", 1, &r)
+	require.ErrorContains(t, err, "verify ks: the cluster is not whole before the phase: node 1 (127.0.0.3:9042, pid 1073741824) is not running")
+}
