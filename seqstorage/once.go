@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -40,76 +41,97 @@ type Actualized struct {
 // ActualizeOnce does what a sequencer does when it opens, without issuing
 // anything: it reads the stored next PLog offset, replays the PLog from
 // it through ActualizeSequencesFromPLog, and, for every workspace the
-// events name, reads the stored numbers (up to Options.WriteWorkers
-// workspaces at a time) and reports the last and the next number of each
-// SeqID in initial and each other SeqID the events name. initial gives the
-// workspaces' SeqIDs with their initial values (a SeqID not in it starts
-// at 1). With write, it stores the actualized numbers and the next
-// offset with WriteValuesAndNextPLogOffset, so that a sequencer opened
-// afterwards starts from them; without, it writes nothing.
+// events name, reads the stored numbers and reports the last and the next
+// number of each SeqID in initial and each other SeqID the events name.
+// initial gives the workspaces' SeqIDs with their initial values (a SeqID
+// not in it starts at 1). With write, it stores the actualized numbers and
+// the next offset with WriteValuesAndNextPLogOffset, so that a sequencer
+// opened afterwards starts from them; without, it writes nothing.
+//
+// The stored numbers are read while the replay goes on: a workspace's
+// read starts when an event first names it (up to Options.WriteWorkers
+// reads at a time, each bounded by Options.Timeout), so that the replay's
+// and the reads' round trips overlap. The first failed read ends the
+// replay and is returned; a failed replay ends the reads.
 func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, write bool) (*Actualized, error) {
 	stored, err := s.ReadNextPLogOffset()
 	if err != nil {
 		return nil, err
 	}
 	a := &Actualized{Partition: s.o.Partition, StoredNext: stored, Next: max(stored, 1)}
+	initialIDs := make([]isequencer.SeqID, 0, len(initial))
+	for id := range initial {
+		initialIDs = append(initialIDs, id)
+	}
+	slices.Sort(initialIDs)
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := newStoredReader(rctx, s)
 	found := map[isequencer.NumberKey]isequencer.Number{}
-	err = s.ActualizeSequencesFromPLog(ctx, max(stored, 1), func(batch []isequencer.SeqValue, off isequencer.PLogOffset) error {
+	byWS := map[isequencer.WSID][]isequencer.SeqID{} // initialIDs, then the others found
+	replayErr := s.ActualizeSequencesFromPLog(r.ctx, max(stored, 1), func(batch []isequencer.SeqValue, off isequencer.PLogOffset) error {
 		if a.Events > 0 && off < a.Next {
 			return fmt.Errorf("seqstorage: app %d partition %d: PLog offset %d after %d", s.o.App, s.o.Partition, off, a.Next-1)
 		}
 		a.Events++
 		a.Next = off + 1
 		for _, v := range batch {
-			found[v.Key] = max(found[v.Key], v.Value)
+			if last, ok := found[v.Key]; ok {
+				found[v.Key] = max(last, v.Value)
+				continue
+			}
+			found[v.Key] = v.Value
+			ids, seen := byWS[v.Key.WSID]
+			_, isInitial := initial[v.Key.SeqID]
+			switch {
+			case !seen && isInitial:
+				byWS[v.Key.WSID] = slices.Clone(initialIDs)
+				if err := r.read(v.Key.WSID, initialIDs); err != nil {
+					return err
+				}
+			case !seen:
+				ids = append(slices.Clone(initialIDs), v.Key.SeqID)
+				byWS[v.Key.WSID] = ids
+				if err := r.read(v.Key.WSID, ids); err != nil {
+					return err
+				}
+			case !isInitial:
+				byWS[v.Key.WSID] = append(ids, v.Key.SeqID)
+				if err := r.read(v.Key.WSID, []isequencer.SeqID{v.Key.SeqID}); err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	// A read that failed ended the replay (with r.ctx's error), unless the
+	// caller's ctx was done too.
+	readsEnded := r.ctx.Err() != nil && ctx.Err() == nil
+	if replayErr != nil {
+		cancel() // the reads are of no use now
 	}
-	byWS := map[isequencer.WSID][]isequencer.SeqID{}
-	for k := range found {
-		if byWS[k.WSID] == nil {
-			for id := range initial {
-				byWS[k.WSID] = append(byWS[k.WSID], id)
-			}
-		}
-		if _, ok := initial[k.SeqID]; !ok {
-			byWS[k.WSID] = append(byWS[k.WSID], k.SeqID)
-		}
+	storedNums, readErr := r.wait()
+	switch {
+	case replayErr != nil && !readsEnded:
+		return nil, replayErr
+	case readErr != nil:
+		return nil, readErr
+	case replayErr != nil:
+		return nil, replayErr
 	}
-	// The stored numbers, one ReadNumbers per workspace, up to
-	// Options.WriteWorkers at a time.
-	wss := make([]isequencer.WSID, 0, len(byWS))
-	for ws, ids := range byWS {
-		slices.Sort(ids)
-		wss = append(wss, ws)
-	}
-	storedNums := make([][]isequencer.Number, len(wss))
-	var g errgroup.Group
-	g.SetLimit(s.o.WriteWorkers)
-	for i, ws := range wss {
-		g.Go(func() (err error) {
-			storedNums[i], err = s.ReadNumbers(ws, byWS[ws])
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
+
 	batch := make([]isequencer.SeqValue, 0, len(found))
-	for w, ws := range wss {
-		ids, nums := byWS[ws], storedNums[w]
-		for i, id := range ids {
+	for ws, ids := range byWS {
+		for _, id := range ids {
 			k := isequencer.NumberKey{WSID: ws, SeqID: id}
-			last := max(nums[i], found[k])
+			last := max(storedNums[k], found[k])
 			first, ok := initial[id]
 			if !ok {
 				first = 1
 			}
 			a.Numbers = append(a.Numbers, ActualizedNumber{WSID: ws, SeqID: id, Last: last, Next: max(last+1, first)})
-			if found[k] > nums[i] {
+			if found[k] > storedNums[k] {
 				batch = append(batch, isequencer.SeqValue{Key: k, Value: found[k]})
 			}
 		}
@@ -133,4 +155,109 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 		a.Written = true
 	}
 	return a, nil
+}
+
+// storedRead is one workspace's stored numbers to read.
+type storedRead struct {
+	ws  isequencer.WSID
+	ids []isequencer.SeqID
+}
+
+// storedReader reads workspaces' stored numbers for ActualizeOnce, up to
+// Options.WriteWorkers at a time, while the replay that names them goes on.
+// Its queue is not bounded: it holds at most one read per key the replay
+// found, which ActualizeOnce keeps anyway, and a bounded one would hold the
+// replay back while the first events name most workspaces. Its goroutines
+// are started by newStoredReader and ended by wait, which ActualizeOnce
+// calls on every path.
+type storedReader struct {
+	s    *Storage
+	g    *errgroup.Group
+	ctx  context.Context // ended by the first failed read or by the caller's
+	stop func() bool     // of the AfterFunc that wakes the readers when ctx ends
+
+	mu      sync.Mutex
+	cond    sync.Cond // on mu: pending, closed or ctx changed
+	pending []storedRead
+	closed  bool
+	stored  map[isequencer.NumberKey]isequencer.Number
+}
+
+func newStoredReader(ctx context.Context, s *Storage) *storedReader {
+	g, gctx := errgroup.WithContext(ctx)
+	r := &storedReader{s: s, g: g, ctx: gctx, stored: map[isequencer.NumberKey]isequencer.Number{}}
+	r.cond.L = &r.mu
+	r.stop = context.AfterFunc(gctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	for range s.o.WriteWorkers {
+		g.Go(r.work)
+	}
+	return r
+}
+
+// read queues a read of ws's ids; ids must not change afterwards. It fails
+// once the reader's context is done.
+func (r *storedReader) read(ws isequencer.WSID, ids []isequencer.SeqID) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.pending = append(r.pending, storedRead{ws: ws, ids: ids})
+	r.mu.Unlock()
+	r.cond.Signal()
+	return nil
+}
+
+// take waits for a queued read; false once the queue is closed and empty
+// or the reader's context is done.
+func (r *storedReader) take() (storedRead, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.pending) == 0 && !r.closed && r.ctx.Err() == nil {
+		r.cond.Wait()
+	}
+	if len(r.pending) == 0 || r.ctx.Err() != nil {
+		return storedRead{}, false
+	}
+	q := r.pending[0]
+	r.pending = r.pending[1:]
+	return q, true
+}
+
+func (r *storedReader) work() error {
+	for {
+		q, ok := r.take()
+		if !ok {
+			return nil
+		}
+		ctx, cancel := r.s.callWithin(r.ctx)
+		nums, err := r.s.readNumbers(ctx, q.ws, q.ids)
+		cancel()
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		for i, id := range q.ids {
+			r.stored[isequencer.NumberKey{WSID: q.ws, SeqID: id}] = nums[i]
+		}
+		r.mu.Unlock()
+	}
+}
+
+// wait closes the queue, waits for the readers to finish it and returns
+// the numbers read, or the first read's error.
+func (r *storedReader) wait() (map[isequencer.NumberKey]isequencer.Number, error) {
+	r.mu.Lock()
+	r.closed = true
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	err := r.g.Wait()
+	r.stop()
+	if err != nil {
+		return nil, err
+	}
+	return r.stored, nil
 }

@@ -18,9 +18,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
@@ -187,6 +187,14 @@ func (s *Storage) call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(s.life, s.o.Timeout)
 }
 
+// callWithin returns the context of one call made for a caller's ctx:
+// ended by ctx, by CancelCalls, and after Options.Timeout.
+func (s *Storage) callWithin(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, s.o.Timeout)
+	stop := context.AfterFunc(s.life, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
 // wrap returns err, marked with ErrCanceled if CancelCalls ended the call.
 func (s *Storage) wrap(err error) error {
 	if s.life.Err() != nil {
@@ -201,6 +209,11 @@ func (s *Storage) wrap(err error) error {
 func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
 	ctx, cancel := s.call()
 	defer cancel()
+	return s.readNumbers(ctx, ws, ids)
+}
+
+// readNumbers is ReadNumbers within ctx, a context of call or callWithin.
+func (s *Storage) readNumbers(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
 	out := make([]isequencer.Number, len(ids))
 	if err := s.ad.GetNumbersMax(ctx, ws, ids, out); err != nil {
 		return nil, s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
@@ -279,22 +292,15 @@ func (s *Storage) writeNumbers(ctx context.Context, batch []isequencer.SeqValue)
 		values[i] = batch[j]
 	}
 	errs := make([]error, len(groups))
-	var (
-		wg   sync.WaitGroup
-		next atomic.Int64
-	)
-	for range min(s.o.WriteWorkers, len(groups)) {
-		wg.Go(func() {
-			for {
-				g := int(next.Add(1) - 1)
-				if g >= len(groups) {
-					return
-				}
-				errs[g] = s.ad.PutNumbersEpoch(ctx, s.o.Epoch, values[groups[g][0]:groups[g][1]])
-			}
+	var eg errgroup.Group
+	eg.SetLimit(s.o.WriteWorkers)
+	for g, r := range groups {
+		eg.Go(func() error {
+			errs[g] = s.ad.PutNumbersEpoch(ctx, s.o.Epoch, values[r[0]:r[1]])
+			return nil // every workspace is tried: errs names the failed ones
 		})
 	}
-	wg.Wait()
+	_ = eg.Wait()
 	var failed []int
 	var first error
 	nFailed := 0
