@@ -96,6 +96,7 @@ func run(args []string) error {
 	events := fs.Int("events", 1_000_000, "events to write")
 	workspaces := fs.Int("workspaces", 10_000, "workspaces the events are spread over")
 	runs := fs.Int("runs", 3, "interleaved runs of each variant")
+	warmup := fs.Int("warmup", 1, "rounds of the same runs before the timed ones, discarded and never paused (fresh nodes' JVMs run their first minutes several times slower until their hot code is compiled)")
 	cqlseqBin := fs.String("cqlseq", "bin/cqlseq", "cqlseq binary (the default variant's)")
 	ksCQLSeq := fs.String("keyspace-cqlseq", "", "use this keyspace's cqlseq PLog instead of writing one")
 	ksVoedger := fs.String("keyspace-voedger", "", "use this keyspace's Voedger PLog instead of writing one")
@@ -158,8 +159,9 @@ func run(args []string) error {
 	walls, rsss := map[key][]time.Duration{}, map[key][]int64{}
 	app := uint32(stamp % 1_000_000 * 100)
 	// timed runs a timed child, with the node paused when -pause-state.
+	warming := false
 	timed := func(bin string, args ...string) (wall time.Duration, rss int64, out, paused string, err error) {
-		if p == nil {
+		if p == nil || warming {
 			wall, rss, out, err = child(bin, args...)
 			return wall, rss, out, "", err
 		}
@@ -169,7 +171,14 @@ func run(args []string) error {
 		}
 		return wall, rss, out, "\n        " + paused, err
 	}
-	for r := range *runs {
+	if *warmup < 0 {
+		return errors.New("-warmup: must be >= 0")
+	}
+	for round := range *warmup + *runs {
+		r, label := round-*warmup, fmt.Sprintf("run %d", round-*warmup+1)
+		if warming = r < 0; warming {
+			label = fmt.Sprintf("warm-up %d (discarded)", round+1)
+		}
 		for _, v := range vs {
 			for _, f := range strings.Split(*formats, ",") {
 				ks := keyspaces[f]
@@ -183,8 +192,10 @@ func run(args []string) error {
 					return fmt.Errorf("%s %s open: %w: %s", v.name, f, err, out)
 				}
 				k := key{v.name, f, "open"}
-				walls[k], rsss[k] = append(walls[k], wall), append(rsss[k], rss)
-				fmt.Printf("run %d  %-12s %-8s open       %8.2f s  %6d MiB  (%s)%s\n", r+1, v.name, f, wall.Seconds(), rss>>10, strings.TrimSpace(out), paused)
+				if !warming {
+					walls[k], rsss[k] = append(walls[k], wall), append(rsss[k], rss)
+				}
+				fmt.Printf("%s  %-12s %-8s open       %8.2f s  %6d MiB  (%s)%s\n", label, v.name, f, wall.Seconds(), rss>>10, strings.TrimSpace(out), paused)
 				app++
 				wall, rss, out, paused, err = timed(v.cqlseq, "actualize", "--store", "cql", "--hosts", *hosts, "--keyspace", ks,
 					"--app", strconv.Itoa(int(app)), "--partition", "0", "--plog-format", f, "--no-progress", "--consistency", *consistency)
@@ -192,8 +203,10 @@ func run(args []string) error {
 					return fmt.Errorf("%s %s actualize: %w: %s", v.name, f, err, out)
 				}
 				k = key{v.name, f, "actualize"}
-				walls[k], rsss[k] = append(walls[k], wall), append(rsss[k], rss)
-				fmt.Printf("run %d  %-12s %-8s actualize  %8.2f s  %6d MiB  (%s)%s\n", r+1, v.name, f, wall.Seconds(), rss>>10, summary(out), paused)
+				if !warming {
+					walls[k], rsss[k] = append(walls[k], wall), append(rsss[k], rss)
+				}
+				fmt.Printf("%s  %-12s %-8s actualize  %8.2f s  %6d MiB  (%s)%s\n", label, v.name, f, wall.Seconds(), rss>>10, summary(out), paused)
 			}
 		}
 	}
