@@ -18,9 +18,10 @@ const (
 )
 
 // MaxMaxNumUnflushedValues is the largest MaxNumUnflushedValues Validate
-// accepts (2^20). New sizes its ring from it (the next power of two at or
-// above MaxNumUnflushedValues + 256 values of 24 bytes, and as many
-// group-commit marks with GroupCommit): at the bound 2^21 values, 48 MiB.
+// accepts (2^20). It bounds the sequencer's rings, which grow on demand
+// from a few kilobytes up to the next power of two at or above
+// MaxNumUnflushedValues + 256 values of 24 bytes (and as many group-commit
+// marks of 16 bytes with GroupCommit): at the bound 2^21 values, 80 MiB.
 const MaxMaxNumUnflushedValues = 1 << 20
 
 // EnsureDefaults sets zero fields to their defaults. Negative values are left
@@ -83,7 +84,7 @@ func (p *Params) Validate() error {
 	if p.MaxNumUnflushedValues < 1 {
 		bad("MaxNumUnflushedValues %d, must be >= 1", p.MaxNumUnflushedValues)
 	} else if p.MaxNumUnflushedValues > MaxMaxNumUnflushedValues {
-		bad("MaxNumUnflushedValues %d, must be <= %d (New sizes its ring from it)", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
+		bad("MaxNumUnflushedValues %d, must be <= %d (it bounds the sequencer's rings)", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
 	}
 	if p.LRUCacheSize < 1 {
 		bad("LRUCacheSize %d, must be >= 1", p.LRUCacheSize)

@@ -66,14 +66,15 @@ const (
 // store that clears it publishes caller back.
 type sequencer struct {
 	// Set by newSequencer, read-only after.
-	p         Params
-	kinds     map[WSKind]*kindInfo
-	m         Metrics
-	ring      []SeqValue // see shared.ringTail
-	ringMask  uint64
-	marks     []txMark // GroupCommit: see shared.markTailPub
-	marksMask uint64
-	signal    chan struct{} // wakes a parked worker
+	p     Params
+	kinds map[WSKind]*kindInfo
+	m     Metrics
+	// ringLimit and marksLimit bound the rings' growth (slots); grouped
+	// is Params.GroupCommit (the marks ring exists).
+	ringLimit  uint64
+	marksLimit uint64
+	grouped    bool
+	signal     chan struct{} // wakes a parked worker
 
 	// Lifetime: see cleanup. cancelStorage is nil if SeqStorage is not an
 	// ISeqStorageCanceler; run closes done when it returns.
@@ -112,8 +113,10 @@ type callerState struct {
 	txTaken    []SeqValue // values taken by the transaction
 	lastKind   *kindInfo  // memo of the last kinds lookup
 	overlayBuf []Number
-	tail       uint64 // the caller's copy of shared.ringTail
-	markTail   uint64 // the caller's copy of shared.markTailPub
+	tail       uint64          // the caller's copy of shared.ringTail
+	markTail   uint64          // the caller's copy of shared.markTailPub
+	values     *ring[SeqValue] // the caller's copy of shared.values
+	marks      *ring[txMark]   // the caller's copy of shared.marks
 }
 
 // sharedState is where the caller and the worker meet.
@@ -133,13 +136,20 @@ type callerState struct {
 // published by markTailPub. The worker writes ring values and claims
 // offsets only up to the last mark the watermark covers.
 //
+// Both rings start small (initialRingSize) and grow on demand up to the
+// bound MaxNumUnflushedValues sets (see ring): an idle partition holds
+// kilobytes, not the bound. The caller grows them in Flush and publishes
+// the new ring (values, marks) before any position written to it.
+//
 // The atomics written on every transaction sit alone on their cache lines
 // (padded), so that neither side's writes invalidate the other's
 // reads of unrelated fields.
 type sharedState struct {
-	ringTail    padded[atomic.Uint64] // written by the caller
-	pubOffset   padded[atomic.Uint64] // written by the caller
-	markTailPub padded[atomic.Uint64] // written by the caller (GroupCommit)
+	ringTail    padded[atomic.Uint64]          // written by the caller
+	pubOffset   padded[atomic.Uint64]          // written by the caller
+	markTailPub padded[atomic.Uint64]          // written by the caller (GroupCommit)
+	values      atomic.Pointer[ring[SeqValue]] // written by the caller
+	marks       atomic.Pointer[ring[txMark]]   // written by the caller (GroupCommit)
 
 	// state holds stateActualizing and stateClosed.
 	state atomic.Uint32
@@ -197,23 +207,35 @@ func newSequencer(p Params) *sequencer {
 	s.caller.overlayBuf = make([]Number, width)
 	s.caller.txTaken = make([]SeqValue, 0, 8)
 	// Start admits a transaction while at most MaxNumUnflushedValues wait,
-	// so the ring holds them and the values of a transaction of up to 256
-	// (larger ones overflow to mu.overflow).
-	size := 1
-	for size < p.MaxNumUnflushedValues+256 {
-		size <<= 1
+	// so the ring may grow to hold them and the values of a transaction of
+	// up to 256 (larger ones overflow to mu.overflow).
+	limit := pow2AtLeast(p.MaxNumUnflushedValues + 256)
+	s.ringLimit = uint64(limit)
+	s.grouped = p.GroupCommit
+	if s.grouped {
+		s.marksLimit = uint64(limit)
 	}
-	s.ring = make([]SeqValue, size)
-	s.ringMask = uint64(size - 1)
-	if p.GroupCommit {
-		s.marks = make([]txMark, size)
-		s.marksMask = uint64(size - 1)
-	}
+	s.resetRings()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if c, ok := p.SeqStorage.(ISeqStorageCanceler); ok {
 		s.cancelStorage = c.CancelCalls
 	}
 	return s
+}
+
+// initialRingSize is the number of slots each ring starts with.
+const initialRingSize = 256
+
+// resetRings gives the caller new rings of initialRingSize slots (bounded
+// by the limits) and publishes them. Only while the caller is locked out:
+// in newSequencer, or by the worker while it actualizes.
+func (s *sequencer) resetRings() {
+	s.caller.values = newRing[SeqValue](int(min(initialRingSize, s.ringLimit)))
+	s.shared.values.Store(s.caller.values)
+	if s.grouped {
+		s.caller.marks = newRing[txMark](int(min(initialRingSize, s.marksLimit)))
+		s.shared.marks.Store(s.caller.marks)
+	}
 }
 
 // cleanupGrace is how long cleanup lets a storage call in flight finish on
@@ -266,7 +288,7 @@ func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 		return 0, false
 	}
 	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) ||
-		(s.marks != nil && c.markTail-s.shared.markHead.v.Load() >= uint64(len(s.marks))) {
+		(s.grouped && c.markTail-s.shared.markHead.v.Load() >= s.marksLimit) {
 		s.m.Busy(BusyUnflushed)
 		return 0, false
 	}
@@ -372,7 +394,7 @@ func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number, upTo uint64) {
 		}
 	}
 	for i := s.shared.ringHead.v.Load(); i < upTo; i++ {
-		add(s.ring[i&s.ringMask])
+		add(*s.caller.values.at(i))
 	}
 	if s.shared.overflowN.Load() == 0 && !s.shared.hasRecovered.Load() {
 		return
@@ -404,9 +426,14 @@ func (s *sequencer) Flush() {
 	c.txNums = nil
 	c.nextOffset++
 	if n := uint64(len(c.txTaken)); n > 0 {
-		if c.tail+n-s.shared.ringHead.v.Load() <= uint64(len(s.ring)) {
+		head := s.shared.ringHead.v.Load()
+		if need := c.tail + n - head; need > c.values.size() && need <= s.ringLimit {
+			c.values = c.values.grow(need, s.ringLimit, head, c.tail)
+			s.shared.values.Store(c.values)
+		}
+		if c.tail+n-head <= c.values.size() {
 			for i, v := range c.txTaken {
-				s.ring[(c.tail+uint64(i))&s.ringMask] = v
+				*c.values.at(c.tail + uint64(i)) = v
 			}
 			c.tail += n
 			s.shared.ringTail.v.Store(c.tail)
@@ -426,9 +453,15 @@ func (s *sequencer) Flush() {
 	}
 	s.shared.pubOffset.v.Store(uint64(c.nextOffset))
 	c.txTaken = c.txTaken[:0]
-	if s.marks != nil {
+	if s.grouped {
+		// Start admitted the transaction with a free mark below
+		// marksLimit: grow into it if the ring is full.
+		if mh := s.shared.markHead.v.Load(); c.markTail-mh >= c.marks.size() {
+			c.marks = c.marks.grow(c.markTail-mh+1, s.marksLimit, mh, c.markTail)
+			s.shared.marks.Store(c.marks)
+		}
 		// Nothing to write until Durable covers the mark: no wake.
-		s.marks[c.markTail&s.marksMask] = txMark{next: c.nextOffset, tail: c.tail}
+		*c.marks.at(c.markTail) = txMark{next: c.nextOffset, tail: c.tail}
 		c.markTail++
 		s.shared.markTailPub.v.Store(c.markTail)
 		return

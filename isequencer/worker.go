@@ -44,9 +44,10 @@ func (s *sequencer) run() {
 }
 
 func (s *sequencer) hasWork() bool {
-	if s.marks != nil {
+	if s.grouped {
+		// markTailPub before marks: see sharedState.
 		return s.shared.hasRecovered.Load() || (s.worker.mhead != s.shared.markTailPub.v.Load() &&
-			uint64(s.marks[s.worker.mhead&s.marksMask].next) <= s.shared.watermark.v.Load())
+			uint64(s.shared.marks.Load().at(s.worker.mhead).next) <= s.shared.watermark.v.Load())
 	}
 	return PLogOffset(s.shared.pubOffset.v.Load()) > s.worker.writtenOffset || s.shared.ringTail.v.Load() != s.worker.head ||
 		s.shared.overflowN.Load() > 0 || s.shared.hasRecovered.Load()
@@ -63,7 +64,7 @@ func (s *sequencer) flush() bool {
 	if s.shared.actualizeReq.Load() {
 		return true
 	}
-	if s.marks != nil {
+	if s.grouped {
 		return s.flushGroup()
 	}
 	offset := PLogOffset(s.shared.pubOffset.v.Load()) // before ringTail: see sharedState
@@ -85,9 +86,10 @@ func (s *sequencer) flush() bool {
 func (s *sequencer) flushGroup() bool {
 	w := PLogOffset(s.shared.watermark.v.Load())
 	mt := s.shared.markTailPub.v.Load()
+	marks := s.shared.marks.Load() // after markTailPub: see sharedState
 	pos, mh, claim := s.worker.head, s.worker.mhead, s.worker.claim
 	for ; mh != mt; mh++ {
-		m := s.marks[mh&s.marksMask]
+		m := *marks.at(mh)
 		if m.next > w {
 			break
 		}
@@ -174,8 +176,9 @@ func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqVal
 	for k, v := range rec {
 		b = append(b, SeqValue{Key: k, Value: v})
 	}
+	values := s.shared.values.Load() // after ringTail (tail): see sharedState
 	for i := s.worker.head; i != tail; i++ {
-		b = append(b, s.ring[i&s.ringMask])
+		b = append(b, *values.at(i))
 	}
 	b = append(b, over...)
 	slices.SortFunc(b, compareSeqValues)
@@ -204,6 +207,7 @@ func (s *sequencer) actualize() bool {
 	s.caller.markTail, s.worker.mhead = 0, 0
 	s.shared.markTailPub.v.Store(0)
 	s.shared.markHead.v.Store(0)
+	s.resetRings()
 	s.mu.Lock()
 	s.mu.overflow, s.mu.overflowTaken, s.mu.recovered = nil, nil, nil
 	s.mu.overflowMinNext, s.mu.overflowMaxNext = 0, 0
