@@ -78,6 +78,14 @@ func (c *wsCache) markLast(pos uint64) { c.slots[c.last].pos = pos }
 // left the cache.
 func (c *wsCache) pending(ws WSID) uint64 { return c.gone.pos[ws] }
 
+// has reports whether ws is cached, without touching its recency: the
+// only method safe to call concurrently with get (not with add, remove or
+// reset).
+func (c *wsCache) has(ws WSID) bool {
+	_, ok := c.idx[ws]
+	return ok
+}
+
 // get returns the numbers of ws and marks it most recently used. The slice
 // stays valid until the next add or reset.
 func (c *wsCache) get(ws WSID) (nums []Number, kind WSKind, ok bool) {

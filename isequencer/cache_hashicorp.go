@@ -47,6 +47,10 @@ func (c *wsCache) markLast(pos uint64) { c.last.pos = pos }
 // not cached (see cache.go).
 func (c *wsCache) pending(ws WSID) uint64 { return c.gone.pos[ws] }
 
+// has reports whether ws is cached, without touching its recency (see
+// cache.go: simplelru's Contains reads its map only).
+func (c *wsCache) has(ws WSID) bool { return c.lru.Contains(ws) }
+
 // get returns the numbers of ws and marks it most recently used. The slice
 // stays valid until the next add or reset.
 func (c *wsCache) get(ws WSID) (nums []Number, kind WSKind, ok bool) {

@@ -56,7 +56,8 @@ type SeqValue struct {
 // abandon them).
 //
 // Calls are made from one goroutine at a time, except that
-// ReadNumbers may run concurrently with WriteValuesAndNextPLogOffset.
+// ReadNumbers may run concurrently with WriteValuesAndNextPLogOffset, and,
+// once IReadAhead.ReadAhead is used, with every call and with itself.
 type ISeqStorage interface {
 	// ReadNumbers returns the stored values of the given sequences of one
 	// workspace, in the order of seqIDs. A sequence that has no stored value
@@ -297,4 +298,23 @@ func (r BusyReason) String() string {
 		return "unflushed"
 	}
 	return "unknown"
+}
+
+// IReadAhead is implemented by the sequencer returned by New.
+type IReadAhead interface {
+	// ReadAhead reads the stored numbers of workspace wsID of kind wsKind,
+	// unless the workspace is cached, so that the next transaction on it
+	// does not read them in Next: a caller that serializes transactions
+	// (a partition's lock) calls it before it takes the lock, and a cold
+	// workspace then stalls only its own command. It blocks for at most
+	// one ReadNumbers call, and is safe for concurrent use with itself and
+	// with every ISequencer method.
+	//
+	// Next uses the numbers read only while they are provably current: if
+	// a write that may have held the workspace's values completed, or an
+	// actualization began, since the read began, Next reads again (see
+	// readahead.go). A failed read is dropped: Next reads, and reports its
+	// error. An unknown wsKind, WSID 0, or a sequencer that is actualizing
+	// or closed makes it return at once.
+	ReadAhead(wsKind WSKind, wsID WSID)
 }

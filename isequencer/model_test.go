@@ -5,6 +5,7 @@ import (
 	"flag"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ type flakyStorage struct {
 	mu   sync.Mutex
 	rng  *rand.Rand
 	rate float64
+	// readDelay and writeDelay, if set, delay half of the reads and the
+	// writes by up to them.
+	readDelay, writeDelay time.Duration
 }
 
 func (f *flakyStorage) fail() bool {
@@ -42,6 +46,9 @@ func (f *flakyStorage) intN(n int) int {
 func (f *flakyStorage) setRate(r float64) { f.mu.Lock(); f.rate = r; f.mu.Unlock() }
 
 func (f *flakyStorage) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
+	if f.readDelay > 0 && f.intN(2) == 0 {
+		time.Sleep(time.Duration(f.intN(int(f.readDelay))))
+	}
 	if f.fail() {
 		return nil, errStorage
 	}
@@ -56,6 +63,9 @@ func (f *flakyStorage) ReadNextPLogOffset() (PLogOffset, error) {
 }
 
 func (f *flakyStorage) WriteValuesAndNextPLogOffset(b []SeqValue, o PLogOffset) error {
+	if f.writeDelay > 0 && f.intN(2) == 0 {
+		time.Sleep(time.Duration(f.intN(int(f.writeDelay))))
+	}
 	if f.fail() {
 		switch f.intN(3) {
 		case 0:
@@ -91,15 +101,23 @@ func (f *flakyStorage) ActualizeSequencesFromPLog(ctx context.Context, o PLogOff
 // numbers of a (WSID, SeqID) strictly increase within a sequencer's run
 // between actualizations, always exceed every number in a durable event,
 // and PLog offsets are never reused. Replay with -model.seed.
-func TestModel(t *testing.T) { runModel(t, false) }
+func TestModel(t *testing.T) { runModel(t, false, false) }
 
 // TestModelGroupCommit is TestModel with Params.GroupCommit: flushed
 // transactions form a group whose events are written together (then
 // Durable) or not at all (then Actualize), and the stored next offset must
 // never claim an event that is not in the PLog.
-func TestModelGroupCommit(t *testing.T) { runModel(t, true) }
+func TestModelGroupCommit(t *testing.T) { runModel(t, true, false) }
 
-func runModel(t *testing.T, group bool) {
+// TestModelReadAhead is TestModel with two goroutines calling ReadAhead on
+// random workspaces all along (reads delayed at random, so that they race
+// the worker's writes, evictions, restarts and actualizations).
+func TestModelReadAhead(t *testing.T) { runModel(t, false, true) }
+
+// TestModelGroupCommitReadAhead is TestModelGroupCommit with read-ahead.
+func TestModelGroupCommitReadAhead(t *testing.T) { runModel(t, true, true) }
+
+func runModel(t *testing.T, group, readAhead bool) {
 	seed := *modelSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -117,6 +135,38 @@ func runModel(t *testing.T, group bool) {
 		p.GroupCommit = group
 	}
 	s, cleanup := newTestSequencer(t, st, params)
+	var readAheads, readAheadsUsed, readAheadsStale atomic.Int64
+	countReadAheads := func(s ISequencer) {
+		ra := &s.(*sequencer).readAhead
+		readAheads.Add(ra.read.Load())
+		readAheadsUsed.Add(ra.used.Load())
+		readAheadsStale.Add(ra.stale.Load())
+	}
+	var live atomic.Value // the sequencer the read-ahead goroutines use
+	live.Store(s)
+	if readAhead {
+		st.readDelay, st.writeDelay = 200*time.Microsecond, 500*time.Microsecond
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(seed, uint64(10+g)))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					s := live.Load().(*sequencer)
+					s.ReadAhead([]WSKind{kindApp, kindUser}[rng.IntN(2)], WSID(1+rng.IntN(60)))
+					time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
+				}
+			}()
+		}
+		t.Cleanup(func() { close(stop); wg.Wait() })
+	}
 
 	durable := map[NumberKey]Number{} // largest number in a durable event
 	issued := map[NumberKey]Number{}  // largest number issued since the last actualization
@@ -180,7 +230,9 @@ func runModel(t *testing.T, group bool) {
 		switch r := rng.IntN(100); {
 		case r < 3:
 			cleanup()
+			countReadAheads(s)
 			s, cleanup = newTestSequencer(t, st, params)
+			live.Store(s)
 			resetIssued()
 			restarts++
 			continue
@@ -267,8 +319,13 @@ func runModel(t *testing.T, group bool) {
 		s.Flush()
 	}
 	cleanup()
+	countReadAheads(s)
 	checkStoredOffset(*modelSteps)
-	t.Logf("seed %d: %d steps, %d events, %d groups, %d cancels, %d actualizations, %d restarts", seed, *modelSteps, events, groups, cancels, actualizes, restarts)
+	t.Logf("seed %d: %d steps, %d events, %d groups, %d cancels, %d actualizations, %d restarts, %d read-aheads (%d used, %d stale)", seed, *modelSteps, events, groups, cancels, actualizes, restarts, readAheads.Load(), readAheadsUsed.Load(), readAheadsStale.Load())
+	if readAhead {
+		require.Positive(t, readAheadsUsed.Load(), "no read-ahead was used: the model does not exercise it")
+		require.Positive(t, readAheadsStale.Load(), "no read-ahead was stale: the model does not race it with writes")
+	}
 
 	// The PLog itself: per key, numbers strictly increase with the offset.
 	st.mu.Lock()

@@ -84,9 +84,10 @@ type sequencer struct {
 	done          chan struct{}
 	once          sync.Once
 
-	caller callerState
-	shared sharedState
-	worker workerState
+	caller    callerState
+	shared    sharedState
+	worker    workerState
+	readAhead readAheadState
 
 	mu struct {
 		sync.Mutex
@@ -359,16 +360,22 @@ func (s *sequencer) load(k *kindInfo) ([]Number, error) {
 	}
 	overlay := c.overlayBuf[:len(k.ids)]
 	s.overlay(c.txWS, k, overlay, upTo)
-	stored, err := s.p.SeqStorage.ReadNumbers(c.txWS, k.ids)
-	if err != nil {
-		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("%w: WSID %d: %w", ErrReadNumbers, c.txWS, err)
+	stored, ok := s.readAhead.take(c.txWS, k.kind) // after the overlay
+	if !ok {
+		var err error
+		stored, err = s.p.SeqStorage.ReadNumbers(c.txWS, k.ids)
+		if err != nil {
+			s.m.StorageError(opReadNumbers)
+			return nil, fmt.Errorf("%w: WSID %d: %w", ErrReadNumbers, c.txWS, err)
+		}
+		if len(stored) != len(k.ids) {
+			s.m.StorageError(opReadNumbers)
+			return nil, fmt.Errorf("%w: WSID %d: storage returned %d numbers for %d SeqIDs", ErrReadNumbers, c.txWS, len(stored), len(k.ids))
+		}
 	}
-	if len(stored) != len(k.ids) {
-		s.m.StorageError(opReadNumbers)
-		return nil, fmt.Errorf("%w: WSID %d: storage returned %d numbers for %d SeqIDs", ErrReadNumbers, c.txWS, len(stored), len(k.ids))
-	}
+	s.readAhead.cacheMu.Lock()
 	nums = c.cache.add(c.txWS, k.kind, s.shared.ringHead.v.Load())
+	s.readAhead.cacheMu.Unlock()
 	for i := range k.ids {
 		nums[i] = max(stored[i], overlay[i])
 	}
@@ -506,7 +513,9 @@ func (s *sequencer) Cancel() {
 		panic("isequencer: Cancel: no Sequencing Transaction in progress")
 	}
 	if len(c.txTaken) > 0 {
+		s.readAhead.cacheMu.Lock()
 		c.cache.remove(c.txWS, s.shared.ringHead.v.Load())
+		s.readAhead.cacheMu.Unlock()
 	}
 	c.inTx = false
 	c.txNums = nil

@@ -126,6 +126,7 @@ func (s *sequencer) flushGroup() bool {
 // is done or an actualization was requested.
 func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
 	batch := s.collect(rec, to, over)
+	filter, known := s.readAhead.filterOf(batch)
 	ok := s.retry(opWriteValues, func() (bool, error) {
 		began := time.Now()
 		err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset)
@@ -155,6 +156,7 @@ func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, 
 	}
 	s.worker.writtenOffset = max(s.worker.writtenOffset, offset)
 	s.worker.head = to
+	s.readAhead.completed(&filter, known) // before the head: see readahead.go
 	s.shared.ringHead.v.Store(to)
 	s.mu.Lock()
 	s.mu.overflowTaken = nil
@@ -199,6 +201,7 @@ func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqVal
 func (s *sequencer) actualize() bool {
 	began := time.Now()
 	s.shared.actualizeReq.Store(false)
+	s.readAhead.actualizing()
 	// The caller is locked out (stateActualizing): reset both ends.
 	s.caller.tail, s.worker.head = 0, 0
 	s.shared.ringTail.v.Store(0)
@@ -263,7 +266,9 @@ func (s *sequencer) actualize() bool {
 	rec := s.worker.replay
 	s.worker.replay = nil
 
+	s.readAhead.cacheMu.Lock()
 	s.caller.cache.reset()
+	s.readAhead.cacheMu.Unlock()
 	s.caller.nextOffset = next
 	s.mu.Lock()
 	s.mu.recovered = rec

@@ -1,0 +1,161 @@
+package isequencer
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gatedWrites holds every write until gate is closed; entered receives a
+// value as each write arrives (if there is room).
+type gatedWrites struct {
+	*mockStorage
+	gate    chan struct{}
+	entered chan struct{}
+}
+
+func (g gatedWrites) WriteValuesAndNextPLogOffset(batch []SeqValue, next PLogOffset) error {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.gate
+	return g.mockStorage.WriteValuesAndNextPLogOffset(batch, next)
+}
+
+func takeOne(t *testing.T, s ISequencer, ws WSID) Number {
+	t.Helper()
+	waitStart(t, s, kindUser, ws)
+	n, err := s.Next(seqWLog)
+	require.NoError(t, err)
+	s.Flush()
+	return n
+}
+
+func (m *mockStorage) readCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
+}
+
+// TestReadAheadSavesTheRead: a read-ahead of a cold workspace is used by
+// its next transaction (no read in Next); a cached workspace is not read.
+func TestReadAheadSavesTheRead(t *testing.T) {
+	st := newMockStorage()
+	s, _ := newTestSequencer(t, st, nil)
+	ra := s.(IReadAhead)
+	ra.ReadAhead(kindUser, 1)
+	assert.Zero(t, st.readCount(), "no read while the sequencer actualizes")
+	takeOne(t, s, 9) // the end of actualization; one read
+	ra.ReadAhead(kindUser, 1)
+	require.Equal(t, 2, st.readCount())
+	assert.Equal(t, Number(1), takeOne(t, s, 1))
+	assert.Equal(t, 2, st.readCount(), "Next used the read-ahead")
+	ra.ReadAhead(kindUser, 1)
+	assert.Equal(t, 2, st.readCount(), "a cached workspace is not read ahead")
+	ra.ReadAhead(99, 2)
+	ra.ReadAhead(kindUser, 0)
+	assert.Equal(t, 2, st.readCount(), "an unknown kind or WSID 0 is not read")
+	assert.Equal(t, int64(1), s.(*sequencer).readAhead.used.Load())
+}
+
+// TestReadAheadStaleAfterTheWorkspacesWrite is the interleaving the
+// filters exist for: ws 1's value 1 is accepted, ws 1 leaves the cache,
+// its read-ahead reads storage before the write of value 1 lands, the
+// write completes (the value leaves the overlay), and the next transaction
+// on ws 1 misses: it must not use the read-ahead (which says 0) and hand
+// out 1 again.
+func TestReadAheadStaleAfterTheWorkspacesWrite(t *testing.T) {
+	st := newMockStorage()
+	g := gatedWrites{mockStorage: st, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
+	s, _ := newTestSequencer(t, g, func(p *Params) { p.LRUCacheSize = 3 }) // one workspace
+	opened := false
+	t.Cleanup(func() {
+		if !opened {
+			close(g.gate)
+		}
+	})
+
+	require.Equal(t, Number(1), takeOne(t, s, 1))
+	<-g.entered // the write of ws 1's value is in flight
+	require.Equal(t, Number(1), takeOne(t, s, 2), "ws 2 evicts ws 1")
+	s.(IReadAhead).ReadAhead(kindUser, 1) // reads 0
+	close(g.gate)                         // the writes land
+	opened = true
+	waitFor(t, "the values stored", func() bool {
+		nums, _ := st.stored()
+		return nums[NumberKey{WSID: 1, SeqID: seqWLog}] == 1 && nums[NumberKey{WSID: 2, SeqID: seqWLog}] == 1
+	})
+	assert.Equal(t, Number(2), takeOne(t, s, 1), "the stale read-ahead is not used")
+	assert.Equal(t, int64(1), s.(*sequencer).readAhead.stale.Load())
+}
+
+// TestReadAheadKeptAcrossOtherWorkspacesWrites: writes of other workspaces
+// do not make a read-ahead stale (the filter tells them apart).
+func TestReadAheadKeptAcrossOtherWorkspacesWrites(t *testing.T) {
+	st := newMockStorage()
+	s, _ := newTestSequencer(t, st, nil)
+	takeOne(t, s, 1)
+	s.(IReadAhead).ReadAhead(kindUser, 7)
+	for ws := WSID(2); ws < 6; ws++ {
+		takeOne(t, s, ws)
+		waitFor(t, "the write", func() bool { _, next := st.stored(); return next == PLogOffset(ws+1) })
+	}
+	reads := st.readCount()
+	assert.Equal(t, Number(1), takeOne(t, s, 7))
+	assert.Equal(t, reads, st.readCount(), "the read-ahead was used")
+}
+
+// TestReadAheadStaleAfterActualize: an actualization begun after the read
+// makes it stale.
+func TestReadAheadStaleAfterActualize(t *testing.T) {
+	st := newMockStorage()
+	s, _ := newTestSequencer(t, st, nil)
+	takeOne(t, s, 1)
+	s.(IReadAhead).ReadAhead(kindUser, 2)
+	waitStart(t, s, kindUser, 3)
+	s.Actualize()
+	reads := st.readCount()
+	assert.Equal(t, Number(1), takeOne(t, s, 2))
+	assert.Equal(t, reads+1, st.readCount(), "read again")
+	assert.Equal(t, int64(1), s.(*sequencer).readAhead.stale.Load())
+}
+
+// TestReadAheadConcurrent runs read-aheads from many goroutines against
+// transactions on the same workspaces (run it with -race): every number is
+// handed out once.
+func TestReadAheadConcurrent(t *testing.T) {
+	st := newMockStorage()
+	s, _ := newTestSequencer(t, slowWrites{st, 0}, func(p *Params) { p.LRUCacheSize = 12 }) // 4 workspaces
+	const workspaces, rounds = 40, 50
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s.(IReadAhead).ReadAhead(kindUser, WSID(1+(i*7+g)%workspaces))
+			}
+		}()
+	}
+	last := map[WSID]Number{}
+	for r := range rounds * workspaces {
+		ws := WSID(1 + (r*13)%workspaces)
+		n := takeOne(t, s, ws)
+		require.Greater(t, n, last[ws], "ws %d", ws)
+		last[ws] = n
+	}
+	close(stop)
+	wg.Wait()
+	for ws, n := range last {
+		assert.Equal(t, Number(rounds), n, "ws %d", ws)
+	}
+}
