@@ -76,12 +76,12 @@ type readAheadEntry struct {
 // readAheadState is shared by ReadAhead (any goroutine), the caller (Next)
 // and the worker.
 type readAheadState struct {
-	on       atomic.Bool   // set by the first ReadAhead: the worker keeps filters
+	on atomic.Bool // set by the first ReadAhead: the worker keeps filters
 	// read, used and stale count the reads ReadAhead made, those Next
 	// used, and those it found stale (and read again).
 	read, used, stale atomic.Int64
-	writeGen atomic.Uint64 // completed writes, written by the worker
-	actGen   atomic.Uint64 // actualizations begun, written by the worker
+	writeGen          atomic.Uint64 // completed writes, written by the worker
+	actGen            atomic.Uint64 // actualizations begun, written by the worker
 
 	// cacheMu guards the cache's membership against ReadAhead's look-up:
 	// the caller (or the actualizing worker) holds it to add, remove or
