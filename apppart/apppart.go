@@ -101,7 +101,8 @@ type Partition struct {
 	stopped error // the conflict that stopped the partition
 
 	flow        flow
-	cancelCalls func() // the sequencer storage's CancelCalls
+	cancelCalls func()                // the sequencer storage's CancelCalls
+	ra          isequencer.IReadAhead // the sequencer's, if it has it
 }
 
 // flow is how a partition runs a checked command and writes its event:
@@ -139,6 +140,15 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 		return Result{}, err
 	}
 	return p.flow.do(ctx, p, cmd)
+}
+
+// readAhead reads cmd's workspace numbers, if not cached, before the
+// command takes p.mu (isequencer.IReadAhead): a cold workspace then costs
+// its own command a read, not every command waiting for the lock.
+func (p *Partition) readAhead(cmd Command) {
+	if p.ra != nil && len(cmd.Seqs) > 0 {
+		p.ra.ReadAhead(cmd.WSKind, cmd.WSID)
+	}
 }
 
 func (p *Partition) check(cmd Command) error {

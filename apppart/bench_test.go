@@ -3,9 +3,11 @@ package apppart_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
 // BenchmarkFlowBBolt runs the flow benchmarks on one bbolt file with
@@ -29,4 +31,12 @@ func BenchmarkGroupCommitBBolt(b *testing.B) {
 	}
 	defer st.Close()
 	appparttest.RunGroupCommitBenchmarks(b, st)
+}
+
+// BenchmarkFlowDelayed runs the flow over an in-memory store whose every
+// call takes 5 ms and which offers no optional capability (a remote
+// store's round trip, as CQL's), 1 partition x 16 clients, every mode,
+// with a warm and a cold cache (appparttest.RunDelayedFlowBenchmarks).
+func BenchmarkFlowDelayed(b *testing.B) {
+	appparttest.RunDelayedFlowBenchmarks(b, mem.New(mem.Options{}), 5*time.Millisecond)
 }

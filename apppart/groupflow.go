@@ -311,6 +311,7 @@ func (c *committer) groupStats() (groups, events int) {
 // takes its numbers under the partition's lock, queues its event and waits
 // for its group.
 func (c *committer) do(ctx context.Context, p *Partition, cmd Command) (Result, error) {
+	p.readAhead(cmd)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

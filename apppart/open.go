@@ -230,6 +230,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		writeTimeout: o.WriteTimeout, logger: o.Logger,
 		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
 	}
+	p.ra, _ = seq.(isequencer.IReadAhead)
 	if !grouped {
 		p.flow = &serialFlow{w: w}
 		return p, nil

@@ -53,14 +53,15 @@ func TestNumbersReadFailureDoesNotActualize(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, 1, m.n.Load(), "Open's actualization (reported before the first command can start)")
 
-			// WSID 2 is not cached: its first Next reads the numbers (a
-			// Read of the workspace's partition), which fails once.
-			require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpRead}, Action: faulty.Fail, Times: 1}))
+			// WSID 2 is not cached: the command reads its numbers ahead
+			// (a Read of the workspace's partition), which fails and is
+			// dropped, then its first Next reads them, which fails too.
+			require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpRead}, Action: faulty.Fail, Times: 2}))
 			_, err = p.Do(context.Background(), cmd(2))
 			require.ErrorIs(t, err, storage.ErrUnavailable)
 			require.ErrorIs(t, err, isequencer.ErrReadNumbers)
 			assert.Contains(t, err.Error(), "WSID 2")
-			require.EqualValues(t, 1, st.InjectedOn(faulty.OpRead))
+			require.EqualValues(t, 2, st.InjectedOn(faulty.OpRead))
 
 			r2, err := do(t, p, cmd(2))
 			require.NoError(t, err, "the next command reads the numbers again")

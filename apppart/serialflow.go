@@ -21,6 +21,7 @@ type serialFlow struct {
 }
 
 func (f *serialFlow) do(ctx context.Context, p *Partition, cmd Command) (Result, error) {
+	p.readAhead(cmd)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

@@ -164,6 +164,30 @@ func benchGrouped(b *testing.B, st storage.Storage, mode plog.Mode, parts, clien
 }
 
 func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int, grouped bool) {
+	runFlowWith(b, flowRun{st: st, mode: mode, parts: parts, clients: clients, group: groupWrites(grouped),
+		workspaces: BenchWorkspaces, warm: true})
+}
+
+// flowRun is one run of the flow benchmark.
+type flowRun struct {
+	st             storage.Storage
+	mode           plog.Mode
+	parts, clients int
+	group          apppart.GroupWrites
+	// workspaces is the number of workspaces the commands of each
+	// partition go round-robin over; warm runs one command in each before
+	// the timer starts.
+	workspaces int
+	warm       bool
+	// tune, if set, changes each partition's options.
+	tune func(*apppart.OpenOptions)
+	// started, if set, is called as the timer starts.
+	started func()
+}
+
+func runFlowWith(b *testing.B, r flowRun) {
+	st, mode, parts, clients := r.st, r.mode, r.parts, r.clients
+	grouped := r.group == apppart.GroupWritesOn
 	ctx := context.Background()
 	ps := make([]*apppart.Partition, parts)
 	ids := make([]isequencer.PartitionID, parts)
@@ -171,7 +195,10 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 		part := nextBenchPart()
 		ids[i] = part
 		o := Options(st, part, mode)
-		o.GroupWrites = groupWrites(grouped)
+		o.GroupWrites = r.group
+		if r.tune != nil {
+			r.tune(&o)
+		}
 		p, err := apppart.Open(ctx, o)
 		if err != nil {
 			b.Fatal(err)
@@ -181,14 +208,19 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 	}
 	// Warm up: one command per workspace (the first waits out the initial
 	// actualization), so that the timed commands measure the steady state
-	// rather than one cold storage read each.
+	// rather than one cold storage read each. Without it, one command per
+	// partition waits out the actualization.
 	var warm sync.WaitGroup
 	warmErr := make(chan error, parts)
 	for i, p := range ps {
 		warm.Add(1)
 		go func() {
 			defer warm.Done()
-			for w := range BenchWorkspaces {
+			n := 1
+			if r.warm {
+				n = r.workspaces
+			}
+			for w := range n {
 				if _, err := Do(b, p, Cmd(WS(ids[i], w+1))); err != nil {
 					warmErr <- err
 					return
@@ -207,6 +239,9 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 	commits0, _ := storeCommits(st)
 	var busy atomic.Int64
 	var failed atomic.Value
+	if r.started != nil {
+		r.started()
+	}
 	b.ResetTimer()
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -220,14 +255,14 @@ func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients in
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmds := make([]apppart.Command, BenchWorkspaces)
+			cmds := make([]apppart.Command, r.workspaces)
 			for w := range cmds {
 				cmds[w] = Cmd(WS(part, w+1))
 			}
 			// Clients of one partition start at different workspaces.
-			first := (i / parts) * (BenchWorkspaces / clients)
+			first := (i / parts) * (r.workspaces / clients)
 			for j := range n {
-				cmd := cmds[(first+j)%BenchWorkspaces]
+				cmd := cmds[(first+j)%r.workspaces]
 				t0 := time.Now()
 				for {
 					_, err := p.Do(ctx, cmd)

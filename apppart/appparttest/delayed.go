@@ -1,0 +1,158 @@
+package appparttest
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+)
+
+// DelayedStorage emulates a remote store's round trip: each call waits
+// Delay, then runs on the wrapped store. It offers none of the wrapped
+// store's optional capabilities (it is not a storage.Wrapper), as a CQL
+// store offers none, and counts its calls.
+type DelayedStorage struct {
+	inner storage.Storage
+	delay time.Duration
+	calls atomic.Int64
+}
+
+// NewDelayedStorage wraps inner.
+func NewDelayedStorage(inner storage.Storage, delay time.Duration) *DelayedStorage {
+	return &DelayedStorage{inner: inner, delay: delay}
+}
+
+// Calls returns the number of calls made so far.
+func (d *DelayedStorage) Calls() int64 { return d.calls.Load() }
+
+func (d *DelayedStorage) wait(ctx context.Context) error {
+	d.calls.Add(1)
+	t := time.NewTimer(d.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *DelayedStorage) Get(ctx context.Context, pKey, cCols []byte) ([]byte, bool, error) {
+	if err := d.wait(ctx); err != nil {
+		return nil, false, err
+	}
+	return d.inner.Get(ctx, pKey, cCols)
+}
+
+func (d *DelayedStorage) GetBatch(ctx context.Context, pKey []byte, items []storage.GetItem) error {
+	if err := d.wait(ctx); err != nil {
+		return err
+	}
+	return d.inner.GetBatch(ctx, pKey, items)
+}
+
+func (d *DelayedStorage) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	if err := d.wait(ctx); err != nil {
+		return err
+	}
+	return d.inner.Put(ctx, pKey, cCols, value)
+}
+
+func (d *DelayedStorage) PutBatch(ctx context.Context, rows []storage.Row) error {
+	if err := d.wait(ctx); err != nil {
+		return err
+	}
+	return d.inner.PutBatch(ctx, rows)
+}
+
+func (d *DelayedStorage) Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb func(cCols, value []byte) error) error {
+	if err := d.wait(ctx); err != nil {
+		return err
+	}
+	return d.inner.Read(ctx, pKey, fromCCols, toCCols, cb)
+}
+
+func (d *DelayedStorage) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
+	if err := d.wait(ctx); err != nil {
+		return false, err
+	}
+	return d.inner.InsertIfNotExists(ctx, pKey, cCols, value, ttl)
+}
+
+func (d *DelayedStorage) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
+	if err := d.wait(ctx); err != nil {
+		return false, err
+	}
+	return d.inner.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
+}
+
+func (d *DelayedStorage) CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (bool, error) {
+	if err := d.wait(ctx); err != nil {
+		return false, err
+	}
+	return d.inner.CompareAndDelete(ctx, pKey, cCols, expected)
+}
+
+func (d *DelayedStorage) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	if err := d.wait(ctx); err != nil {
+		return false, err
+	}
+	return d.inner.ApplyBatchIf(ctx, pKey, conds, rows)
+}
+
+func (d *DelayedStorage) QueryTTL(ctx context.Context, pKey, cCols []byte) (time.Duration, bool, error) {
+	if err := d.wait(ctx); err != nil {
+		return 0, false, err
+	}
+	return d.inner.QueryTTL(ctx, pKey, cCols)
+}
+
+// Close closes nothing: the wrapped store is the caller's.
+func (d *DelayedStorage) Close() error { return nil }
+
+// DelayedClients is the number of clients of RunDelayedFlowBenchmarks'
+// partition.
+const DelayedClients = 16
+
+// RunDelayedFlowBenchmarks runs the flow on one partition with
+// DelayedClients clients over st wrapped in a DelayedStorage of delay, in
+// every mode (the trust modes serial and grouped), with a warm cache (200
+// workspaces, all cached) and a cold one (10,000 workspaces, a cache of 8:
+// every command misses). Besides cmds/s and latency it reports limit, the
+// fraction of the closed-loop limit DelayedClients/delay, and rt/op, the
+// store's calls per command.
+func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Duration) {
+	type flow struct {
+		mode  plog.Mode
+		group apppart.GroupWrites
+		name  string
+	}
+	var flows []flow
+	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0} {
+		flows = append(flows, flow{m, apppart.GroupWritesOff, m.String() + "/serial"}, flow{m, apppart.GroupWritesOn, m.String() + "/grouped"})
+	}
+	flows = append(flows, flow{plog.ModeFenced, apppart.GroupWritesAuto, plog.ModeFenced.String()})
+	for _, cache := range []string{"warm", "cold"} {
+		for _, f := range flows {
+			b.Run(fmt.Sprintf("Delayed/%s/%s", cache, f.name), func(b *testing.B) {
+				d := NewDelayedStorage(st, delay)
+				r := flowRun{st: d, mode: f.mode, parts: 1, clients: DelayedClients, group: f.group, workspaces: 200, warm: true}
+				if cache == "cold" {
+					r.workspaces, r.warm = 10_000, false
+					r.tune = func(o *apppart.OpenOptions) { o.Sequencer.LRUCacheSize = 8 * 2 } // 8 workspaces of 2 sequences
+				}
+				var calls0 int64
+				r.started = func() { calls0 = d.Calls() }
+				runFlowWith(b, r)
+				b.ReportMetric(float64(d.Calls()-calls0)/float64(b.N), "rt/op")
+				limit := float64(DelayedClients) / delay.Seconds()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/limit, "limit")
+			})
+		}
+	}
+}
