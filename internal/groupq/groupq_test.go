@@ -135,6 +135,35 @@ func TestCommittedDeadline(t *testing.T) {
 	assert.False(t, p.deadline.After(time.Now().Add(MaxGather)), "a stalled commit: capped")
 }
 
+// TestCommittedLearnsWhenWritersComeBack: writers that came back 8 ms
+// after a commit are waited for 1.5 times as long after the next one
+// (capped by MaxGather), however short the commit; a deadline that passes
+// before they all come back halves the estimate.
+func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
+	var p Pacer
+	p.Committed(time.Now(), 2, 0)
+	p.deadline = time.Now().Add(time.Hour)
+	q := New[int]()
+	q.Put(1)
+	done := gather(q, &p, nil)
+	time.Sleep(8 * time.Millisecond)
+	notReturned(t, done, "1 of 2 back")
+	q.Put(2)
+	returned(t, done, "both back")
+	assert.GreaterOrEqual(t, p.back, 8*time.Millisecond)
+	back := p.back
+
+	now := time.Now()
+	p.Committed(now, 2, 0) // a commit of ~0 s
+	assert.Equal(t, now.Add(min(back+back/2, MaxGather)).Round(time.Millisecond), p.deadline.Round(time.Millisecond))
+
+	p.deadline = time.Now().Add(-time.Millisecond)
+	q.Take(func([]int) int { return 2 })
+	q.Put(3)
+	returned(t, gather(q, &p, nil), "deadline passed with 1 of 2 back")
+	assert.Equal(t, back/2, p.back)
+}
+
 func TestGatherEnds(t *testing.T) {
 	t.Run("deadline", func(t *testing.T) {
 		var p Pacer
