@@ -3,6 +3,7 @@ package isequencer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,4 +70,56 @@ func TestCleanupCancelsStorageCallInFlight(t *testing.T) {
 	// cancellation; the bound leaves room for a busy machine.
 	assert.Less(t, took, time.Second)
 	assert.Error(t, st.life.Err(), "CancelCalls was called")
+}
+
+// hangingReads is a hangingStorage whose ReadNumbers (not its writes)
+// hang, once hangReads is set, until CancelCalls.
+type hangingReads struct {
+	*hangingStorage
+	hangReads *atomic.Bool
+}
+
+func (h hangingReads) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
+	if h.hangReads.Load() {
+		select {
+		case h.inFlight <- struct{}{}:
+		default:
+		}
+		<-h.life.Done()
+		return nil, h.life.Err()
+	}
+	return h.mockStorage.ReadNumbers(ws, ids)
+}
+
+// TestCleanupCancelsReadAheadInFlight: a ReadAhead whose read hangs does
+// not outlive cleanup: cleanup cancels it after its grace and returns only
+// once the ReadAhead call has.
+func TestCleanupCancelsReadAheadInFlight(t *testing.T) {
+	st := hangingReads{newHangingStorage(), new(atomic.Bool)}
+	s, cleanup := newTestSequencer(t, st, nil)
+	waitStart(t, s, kindApp, 1)
+	s.Flush()
+	st.hangReads.Store(true)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		s.(IReadAhead).ReadAhead(kindApp, 2)
+	}()
+	select {
+	case <-st.inFlight:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read-ahead did not start")
+	}
+	began := time.Now()
+	cleanup()
+	took := time.Since(began)
+	t.Logf("cleanup with a read-ahead in flight took %v", took)
+	select {
+	case <-returned:
+	default:
+		t.Fatal("cleanup returned before the ReadAhead call")
+	}
+	assert.Less(t, took, time.Second)
+	assert.Error(t, st.life.Err(), "CancelCalls was called")
+	s.(IReadAhead).ReadAhead(kindApp, 3) // closed: returns at once, no read
 }

@@ -315,6 +315,8 @@ type IReadAhead interface {
 	// actualization began, since the read began, Next reads again (see
 	// readahead.go). A failed read is dropped: Next reads, and reports its
 	// error. An unknown wsKind, WSID 0, or a sequencer that is actualizing
-	// or closed makes it return at once.
+	// or closed makes it return at once. The cleanup New returns waits for
+	// the ReadAhead calls in flight, and cancels their reads as it cancels
+	// the worker's calls (ISeqStorageCanceler).
 	ReadAhead(wsKind WSKind, wsID WSID)
 }

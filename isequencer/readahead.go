@@ -91,6 +91,35 @@ type readAheadState struct {
 	mu      sync.Mutex
 	entries map[WSID]readAheadEntry
 	written []writeRecord // ring of filterWindow records, by gen; nil until on
+	// closed (under mu) refuses new reads: cleanup sets it, then waits for
+	// calls, the reads in flight (Add only under mu while !closed).
+	closed bool
+	calls  sync.WaitGroup
+}
+
+// begin registers a read; false once the sequencer is closing.
+func (ra *readAheadState) begin() bool {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if ra.closed {
+		return false
+	}
+	ra.calls.Add(1)
+	return true
+}
+
+// close refuses new reads and returns a channel closed once the reads in
+// flight have returned. cleanup calls it.
+func (ra *readAheadState) close() <-chan struct{} {
+	ra.mu.Lock()
+	ra.closed = true
+	ra.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		ra.calls.Wait()
+		close(done)
+	}()
+	return done
 }
 
 // ReadAhead implements IReadAhead.
@@ -110,6 +139,10 @@ func (s *sequencer) ReadAhead(wsKind WSKind, wsID WSID) {
 	if cached {
 		return
 	}
+	if !ra.begin() {
+		return
+	}
+	defer ra.calls.Done()
 	ra.on.Store(true)
 	gen := ra.writeGen.Load()
 	nums, err := s.p.SeqStorage.ReadNumbers(wsID, k.ids)

@@ -244,25 +244,34 @@ func (s *sequencer) resetRings() {
 // flush then lands), a hung one is cut off after it.
 const cleanupGrace = 50 * time.Millisecond
 
-// cleanup stops the worker. Nothing new starts once the state is closed and
-// ctx is cancelled (no new storage call, no retry). A storage call in flight
-// gets cleanupGrace to finish; then, if the storage is an
-// ISeqStorageCanceler, cleanup cancels it, and it waits for the worker.
+// cleanup stops the worker and the read-aheads. Nothing new starts once
+// the state is closed and ctx is cancelled (no new storage call, no retry,
+// no read-ahead). The storage calls in flight (the worker's and
+// ReadAhead's) get cleanupGrace to finish; then, if the storage is an
+// ISeqStorageCanceler, cleanup cancels them, and it waits for the worker
+// and every ReadAhead call.
 func (s *sequencer) cleanup() {
 	s.once.Do(func() {
 		s.shared.state.Or(stateClosed)
+		reads := s.readAhead.close()
 		s.cancel()
 		if s.cancelStorage != nil {
 			grace := time.NewTimer(cleanupGrace)
 			defer grace.Stop()
-			select {
-			case <-s.done:
-				return
-			case <-grace.C:
-				s.cancelStorage()
+			for done, read := s.done, reads; done != nil || read != nil; {
+				select {
+				case <-done:
+					done = nil
+				case <-read:
+					read = nil
+				case <-grace.C:
+					s.cancelStorage()
+					done, read = nil, nil
+				}
 			}
 		}
 		<-s.done
+		<-reads
 	})
 }
 
