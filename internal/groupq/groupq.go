@@ -104,31 +104,47 @@ func (q *Queue[T]) Len() int {
 // one, so the cohorts commit in turn and each request waits for two
 // commits. After each commit the Pacer expects the requests it answered to
 // come back, and Gather waits for them, but never longer than half the
-// last commit's duration or 1.5 times as long as they took to come back
-// the last time they all did (writers that do work of their own between
-// requests, such as a read ahead of their command, come back later than
-// the commit's half), and never longer than MaxGather. A lone writer's
-// last group held its request alone and the queue was empty, so it is
-// expected back alone: Gather returns as soon as it arrives, and a group
-// never waits for writers that do not exist.
+// last commit's duration (with Learn, or 1.5 times as long as they took to
+// come back the last time they all did), and never longer than Max. A
+// lone writer's last group held its request alone and the queue was empty,
+// so it is expected back alone: Gather returns as soon as it arrives, and
+// a group never waits for writers that do not exist.
+//
+// The zero Pacer waits at most half the commit, up to DefaultMaxGather.
 type Pacer struct {
+	// Learn is for writers that do work of their own between requests
+	// (such as a read ahead of their command) and so come back later than
+	// half a commit: Gather also waits up to 1.5 times how long they took
+	// the last time they all came back, halved each time they do not.
+	Learn bool
+	// Max caps Gather's wait; 0 is DefaultMaxGather.
+	Max time.Duration
+
 	expect   int           // requests expected in the queue
 	deadline time.Time     // the latest end of the wait
-	since    time.Time     // the end of the last commit
-	back     time.Duration // how long the expected requests took to come back, the last time they all did
+	since    time.Time     // the end of the last commit (Learn)
+	back     time.Duration // how long the expected requests took to come back, the last time they all did (Learn)
 }
 
-// MaxGather caps Gather's wait: a commit slowed down by a stall, or a
-// writer that does not come back, does not hold the next group back long.
-const MaxGather = 15 * time.Millisecond
+// DefaultMaxGather caps Gather's wait by default: a commit slowed down by
+// a stall does not hold the next group back for half the stall.
+const DefaultMaxGather = 5 * time.Millisecond
 
 // Committed records a commit that began at began, answered answered
 // requests and returned just now, with queued requests waiting.
 func (p *Pacer) Committed(began time.Time, answered, queued int) {
 	now := time.Now()
 	p.expect = answered + queued
-	p.since = now
-	p.deadline = now.Add(min(max(now.Sub(began)/2, p.back+p.back/2), MaxGather))
+	wait := now.Sub(began) / 2
+	if p.Learn {
+		p.since = now
+		wait = max(wait, p.back+p.back/2)
+	}
+	limit := p.Max
+	if limit <= 0 {
+		limit = DefaultMaxGather
+	}
+	p.deadline = now.Add(min(wait, limit))
 }
 
 // Gather waits until q holds the requests p expects, p's deadline has
@@ -146,10 +162,12 @@ func (q *Queue[T]) Gather(p *Pacer, stop <-chan struct{}) {
 		n, closed := len(q.mu.items), q.mu.closed
 		q.mu.Unlock()
 		wait := time.Until(p.deadline)
-		if n >= p.expect && n > 0 && !p.since.IsZero() {
-			p.back = time.Since(p.since)
-		} else if wait <= 0 {
-			p.back /= 2 // they did not all come back in time: expect less
+		if p.Learn {
+			if n >= p.expect && n > 0 && !p.since.IsZero() {
+				p.back = time.Since(p.since)
+			} else if wait <= 0 {
+				p.back /= 2 // they did not all come back in time: expect less
+			}
 		}
 		if n == 0 || n >= p.expect || closed || wait <= 0 {
 			return

@@ -124,23 +124,46 @@ func TestGatherWaitsForTheAnsweredWriters(t *testing.T) {
 }
 
 // TestCommittedDeadline: Gather waits at most half the commit's duration,
-// and never more than MaxGather.
+// and never more than DefaultMaxGather (or Max).
 func TestCommittedDeadline(t *testing.T) {
 	var p Pacer
 	before := time.Now()
 	p.Committed(before.Add(-4*time.Millisecond), 1, 0)
 	assert.False(t, p.deadline.Before(before.Add(2*time.Millisecond)), "half of a 4 ms commit")
-	assert.False(t, p.deadline.After(time.Now().Add(MaxGather)))
+	assert.False(t, p.deadline.After(time.Now().Add(DefaultMaxGather)))
 	p.Committed(time.Now().Add(-time.Hour), 1, 0)
-	assert.False(t, p.deadline.After(time.Now().Add(MaxGather)), "a stalled commit: capped")
+	assert.False(t, p.deadline.After(time.Now().Add(DefaultMaxGather)), "a stalled commit: capped")
+	p.Max = time.Millisecond
+	p.Committed(time.Now().Add(-time.Hour), 1, 0)
+	assert.False(t, p.deadline.After(time.Now().Add(time.Millisecond)), "capped by Max")
+}
+
+// TestCommittedWithoutLearnIgnoresLateWriters: the zero Pacer waits half
+// the commit however late its writers came back before (storage/boltdb's
+// writers, partitions' committers and flushers, come back at once: a
+// wait learned from one that paused would hold every later group back).
+func TestCommittedWithoutLearnIgnoresLateWriters(t *testing.T) {
+	var p Pacer
+	p.Committed(time.Now(), 2, 0)
+	p.deadline = time.Now().Add(time.Hour)
+	q := New[int]()
+	q.Put(1)
+	done := gather(q, &p, nil)
+	time.Sleep(8 * time.Millisecond)
+	q.Put(2)
+	returned(t, done, "both back")
+	assert.Zero(t, p.back)
+	now := time.Now()
+	p.Committed(now, 2, 0) // a commit of ~0 s
+	assert.Equal(t, now.Round(time.Millisecond), p.deadline.Round(time.Millisecond))
 }
 
 // TestCommittedLearnsWhenWritersComeBack: writers that came back 8 ms
 // after a commit are waited for 1.5 times as long after the next one
-// (capped by MaxGather), however short the commit; a deadline that passes
+// (capped by Max), however short the commit; a deadline that passes
 // before they all come back halves the estimate.
 func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
-	var p Pacer
+	p := Pacer{Learn: true, Max: 15 * time.Millisecond}
 	p.Committed(time.Now(), 2, 0)
 	p.deadline = time.Now().Add(time.Hour)
 	q := New[int]()
@@ -155,7 +178,7 @@ func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
 
 	now := time.Now()
 	p.Committed(now, 2, 0) // a commit of ~0 s
-	assert.Equal(t, now.Add(min(back+back/2, MaxGather)).Round(time.Millisecond), p.deadline.Round(time.Millisecond))
+	assert.Equal(t, now.Add(min(back+back/2, p.Max)).Round(time.Millisecond), p.deadline.Round(time.Millisecond))
 
 	p.deadline = time.Now().Add(-time.Millisecond)
 	q.Take(func([]int) int { return 2 })
