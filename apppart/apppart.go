@@ -2,20 +2,21 @@
 // owns the partition's sequencer and writes each command's event to the
 // partition's event log at the offset the sequencer hands out.
 //
-//	Start (busy -> ErrBusy) -> Next... -> write the event -> Flush
-//	                              |    \-> write failed  -> Actualize
+//	Start (busy -> ErrBusy) -> Next... -> Flush -> queue the event
+//	                              |          -> group write -> Durable -> acknowledge
+//	                              |                  \-> failed -> fail the queued, Actualize
 //	                              \-> Next failed -> Cancel (nothing written)
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
-// state, a plog.Writer as the event log. Do hands each command to the
-// partition's flow: in the trust modes the serial flow (serialflow.go), one
-// command and one event write at a time; in fenced mode, or with
-// OpenOptions.GroupWrites, the group-commit flow (the committer,
-// groupflow.go), which writes the events of the commands in flight in
-// groups: each command still gets its own event's outcome. takeover.go
-// takes a fenced partition over.
+// state, a plog.Writer (or, fenced, a plog.FencedWriter) as the event log.
+// Do hands each command to the partition's one command flow, in every mode
+// and on every store (flow.go): the command takes its numbers under
+// the partition's lock and queues its event; the committer writes the
+// events of the commands in flight in groups (a group of one when one
+// command is in flight) and gives each command its own event's outcome.
+// takeover.go takes a partition over.
 //
-// Fencing: apppart holds the takeover and the group flow. In
+// Fencing: apppart holds the takeover and the command flow. In
 // plog.ModeFenced, Open takes the partition over (a new epoch from
 // vvmadapter, then plog.Sweep) and a committer writes groups of events
 // through a plog.FencedWriter; the epoch and the number cells are
@@ -100,25 +101,9 @@ type Partition struct {
 	closed  bool
 	stopped error // the conflict that stopped the partition
 
-	flow        flow
+	flow        *committer
 	cancelCalls func()                // the sequencer storage's CancelCalls
 	ra          isequencer.IReadAhead // the sequencer's, if it has it
-}
-
-// flow is how a partition runs a checked command and writes its event:
-// serialFlow (the trust modes) or the committer (fenced mode and
-// OpenOptions.GroupWrites).
-type flow interface {
-	// do runs cmd, which passed Partition.check, on p.
-	do(ctx context.Context, p *Partition, cmd Command) (Result, error)
-	// stop stops the flow's goroutines, if any, and fails the commands
-	// waiting in it. Partition.Close calls it before taking p.mu.
-	stop()
-	// epoch is the partition's ownership epoch in fenced mode, else 0.
-	epoch() uint64
-	// groupStats returns the group writes that stored events and their
-	// events; 0, 0 for a flow that does not write in groups.
-	groupStats() (groups, events int)
 }
 
 // Do runs one command. On success the command's event is durable at

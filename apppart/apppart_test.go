@@ -102,8 +102,10 @@ func TestFailedWriteVoidsNumbersAndActualizes(t *testing.T) {
 	cmd := Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}}
 	r1, err := do(t, p, cmd)
 	require.NoError(t, err)
+	// The next command's group: one ApplyBatchesIf of its event and
+	// record (mem is a storage.MultiApplier).
 	require.NoError(t, st.SetRules(faulty.Rule{
-		Ops: []string{faulty.OpInsertIfNotExists}, CCols: plog.EventCCols(r1.Offset + 1),
+		Ops: []string{faulty.OpApplyBatchesIf}, Times: 1,
 		Action: faulty.Fail, Err: errors.New("disk on fire"),
 	}))
 	_, err = do(t, p, cmd)
@@ -138,52 +140,42 @@ func TestRestartContinues(t *testing.T) {
 }
 
 // TestCloseCancelsHungNumbersRead: Close does not wait out the storage
-// timeout while a command holds the partition waiting on a numbers read
-// that never returns.
+// timeout while a command waits on a numbers read that never returns (its
+// read ahead, before the partition's lock), and neither does the command.
 func TestCloseCancelsHungNumbersRead(t *testing.T) {
-	for _, grouped := range []bool{false, true} {
-		t.Run(map[bool]string{false: "serial", true: "grouped"}[grouped], func(t *testing.T) {
-			const hang = 30 * time.Second
-			inner := mem.New(mem.Options{})
-			defer inner.Close()
-			st, err := faulty.New(inner, faulty.Options{})
-			require.NoError(t, err)
-			p, err := Open(context.Background(), OpenOptions{
-				Storage: st, App: testApp, Partition: testPart, GroupWrites: groupWritesOf(grouped),
-				SeqTypes:       map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100}},
-				Sequencer:      isequencer.Params{RetryDelay: time.Millisecond},
-				StorageTimeout: hang,
-				Logger:         quiet(),
-			})
-			require.NoError(t, err)
-			_, err = do(t, p, Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
-			require.NoError(t, err)
+	const hang = 30 * time.Second
+	inner := mem.New(mem.Options{})
+	defer inner.Close()
+	st, err := faulty.New(inner, faulty.Options{})
+	require.NoError(t, err)
+	p, err := Open(context.Background(), OpenOptions{
+		Storage: st, App: testApp, Partition: testPart,
+		SeqTypes:       map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: {seqRec: 100}},
+		Sequencer:      isequencer.Params{RetryDelay: time.Millisecond},
+		StorageTimeout: hang,
+		Logger:         quiet(),
+	})
+	require.NoError(t, err)
+	_, err = do(t, p, Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
+	require.NoError(t, err)
 
-			// WSID 2 is not cached: Do reads its numbers, and the read hangs.
-			require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpRead}, Action: faulty.Timeout}))
-			done := make(chan error, 1)
-			go func() {
-				_, err := p.Do(context.Background(), Command{WSKind: kind, WSID: 2, Seqs: []isequencer.SeqID{seqRec}})
-				done <- err
-			}()
-			require.Eventually(t, func() bool { return st.InjectedOn(faulty.OpRead) > 0 }, 10*time.Second, time.Millisecond)
+	// WSID 2 is not cached: Do reads its numbers, and the read hangs.
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpRead}, Action: faulty.Timeout}))
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Do(context.Background(), Command{WSKind: kind, WSID: 2, Seqs: []isequencer.SeqID{seqRec}})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return st.InjectedOn(faulty.OpRead) > 0 }, 10*time.Second, time.Millisecond)
 
-			start := time.Now()
-			require.NoError(t, p.Close())
-			took := time.Since(start)
-			err = <-done
-			require.Error(t, err)
-			assert.Less(t, took, hang/3, "Close waited for the hung read")
-			_, err = p.Do(context.Background(), Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
-			require.ErrorIs(t, err, ErrClosed)
-		})
-	}
-}
-
-// groupWritesOf is GroupWrites forced on or off (never the automatic choice).
-func groupWritesOf(grouped bool) GroupWrites {
-	if grouped {
-		return GroupWritesOn
-	}
-	return GroupWritesOff
+	start := time.Now()
+	require.NoError(t, p.Close())
+	took := time.Since(start)
+	err = <-done
+	ended := time.Since(start)
+	require.Error(t, err)
+	assert.Less(t, took, hang/3, "Close waited for the hung read")
+	assert.Less(t, ended, hang/3, "the command waited for the hung read after Close")
+	_, err = p.Do(context.Background(), Command{WSKind: kind, WSID: 1, Seqs: []isequencer.SeqID{seqRec}})
+	require.ErrorIs(t, err, ErrClosed)
 }

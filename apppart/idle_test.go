@@ -28,23 +28,21 @@ const maxIdlePartitionHeap = 64 << 10
 
 // TestManyIdlePartitions opens 1,000 partitions on one store (200 under
 // the race detector), runs one command on each, and reports the heap each
-// holds while idle and the goroutines each runs, for the serial flow, the
-// grouped flow on mem and bbolt's group commit, and fenced mode.
+// holds while idle and the goroutines each runs, in trust2 and fenced mode
+// on mem, and in trust2 on bbolt (group commit).
 func TestManyIdlePartitions(t *testing.T) {
 	n := 1000
 	if raceEnabled {
 		n = 200
 	}
 	cases := []struct {
-		name  string
-		mode  plog.Mode
-		group apppart.GroupWrites
-		bolt  bool
+		name string
+		mode plog.Mode
+		bolt bool
 	}{
-		{"mem/trust2/serial", plog.ModeTrust2, apppart.GroupWritesOff, false},
-		{"mem/trust2/grouped", plog.ModeTrust2, apppart.GroupWritesOn, false},
-		{"mem/fenced", plog.ModeFenced, apppart.GroupWritesAuto, false},
-		{"bbolt/trust2", plog.ModeTrust2, apppart.GroupWritesAuto, true},
+		{"mem/trust2", plog.ModeTrust2, false},
+		{"mem/fenced", plog.ModeFenced, false},
+		{"bbolt/trust2", plog.ModeTrust2, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,11 +67,10 @@ func TestManyIdlePartitions(t *testing.T) {
 			for i := range n {
 				p, err := apppart.Open(context.Background(), apppart.OpenOptions{
 					Storage: st, App: 1, Partition: isequencer.PartitionID(i), Mode: c.mode,
-					SeqTypes:    map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{1: {1: 1, 2: 100}},
-					RecordSeqs:  []isequencer.SeqID{2},
-					GroupWrites: c.group,
-					Logger:      logger,
-					Sequencer:   isequencer.Params{Logger: logger},
+					SeqTypes:   map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{1: {1: 1, 2: 100}},
+					RecordSeqs: []isequencer.SeqID{2},
+					Logger:     logger,
+					Sequencer:  isequencer.Params{Logger: logger},
 				})
 				require.NoError(t, err)
 				parts = append(parts, p)

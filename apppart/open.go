@@ -55,17 +55,11 @@ type OpenOptions struct {
 	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
 	// not depend on it. nil: no lease check.
 	LeaseDeadline func() time.Time
-	// GroupWrites chooses whether, in the trust modes, events are written
-	// in groups as the fenced mode does (plog.Writer.WriteGroup, each event
-	// with its mode's semantics): the commands of the partition overlap,
-	// and a store with group commit (storage/boltdb) commits those of every
-	// partition together. The default, GroupWritesAuto, groups them when
-	// the PLog's storage commits in groups (storage.AsGroupCommitter, found
-	// under any wrapper). Fenced mode always writes in groups.
-	GroupWrites GroupWrites
-	// MaxGroupEvents caps the events of one group write. Default 128.
+	// MaxGroupEvents caps the events of one group write. Default 128; 1
+	// writes each command's event alone (the commands still overlap: one
+	// is written while the next takes its numbers), to compare with.
 	MaxGroupEvents int
-	// Hooks pause points of the fenced flow, for tests only.
+	// Hooks pause points of the command flow, for tests only.
 	Hooks Hooks
 
 	// StorageTimeout bounds each sequencer storage call and each PLog page
@@ -132,34 +126,9 @@ func (o *OpenOptions) Validate() error {
 		bad("MaxGroupEvents %d, must be >= 1", o.MaxGroupEvents)
 	}
 	if o.Sequencer.GroupCommit {
-		bad("Sequencer.GroupCommit is set; Open sets it for the fenced mode")
+		bad("Sequencer.GroupCommit is set; Open sets it")
 	}
 	return errors.Join(errs...)
-}
-
-// GroupWrites chooses the trust modes' event writes (OpenOptions.GroupWrites).
-type GroupWrites uint8
-
-const (
-	// GroupWritesAuto groups a partition's event writes when its PLog's
-	// storage commits in groups (storage.AsGroupCommitter).
-	GroupWritesAuto GroupWrites = iota
-	// GroupWritesOn always groups them.
-	GroupWritesOn
-	// GroupWritesOff writes one event per command (serial flow).
-	GroupWritesOff
-)
-
-// grouped reports whether event writes to st are grouped.
-func (g GroupWrites) grouped(st storage.Storage) bool {
-	switch g {
-	case GroupWritesOn:
-		return true
-	case GroupWritesOff:
-		return false
-	}
-	_, ok := storage.AsGroupCommitter(st)
-	return ok
 }
 
 // Open builds the partition App/Partition over the storages: seqstorage
@@ -180,7 +149,6 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	fenced := o.Mode == plog.ModeFenced
-	grouped := fenced || o.GroupWrites.grouped(o.AppStorage)
 	owned, versions, err := takeOver(ctx, o)
 	if err != nil {
 		return nil, err
@@ -213,10 +181,9 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	params := o.Sequencer
 	params.SeqTypes = o.SeqTypes
 	params.SeqStorage = ss
-	// A grouped partition writes its events after Flush and reports them
-	// durable (isequencer.IGroupCommit); the serial flow writes each
-	// event before Flush.
-	params.GroupCommit = grouped
+	// The committer writes the events after Flush and reports them
+	// durable (isequencer.IGroupCommit).
+	params.GroupCommit = true
 	params.EnsureDefaults()
 	if err := params.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -231,10 +198,6 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
 	}
 	p.ra, _ = seq.(isequencer.IReadAhead)
-	if !grouped {
-		p.flow = &serialFlow{w: w}
-		return p, nil
-	}
 	var log groupLog = trustLog{w}
 	if fenced {
 		log = fencedLog{fw}

@@ -40,12 +40,9 @@ func TestRestartReplaysOnlyTail(t *testing.T) {
 
 func TestFailedWritesReuseNoNumber(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
-		for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2} {
+		for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
 			t.Run(mode.String(), func(t *testing.T) {
-				appparttest.FailedWritesReuseNoNumber(t, st, 10+isequencer.PartitionID(mode), mode, 3000, false)
-			})
-			t.Run(mode.String()+"/grouped", func(t *testing.T) {
-				appparttest.FailedWritesReuseNoNumber(t, st, 50+isequencer.PartitionID(mode), mode, 3000, true)
+				appparttest.FailedWritesReuseNoNumber(t, st, 10+isequencer.PartitionID(mode), mode, 3000)
 			})
 		}
 	})
@@ -53,13 +50,7 @@ func TestFailedWritesReuseNoNumber(t *testing.T) {
 
 func TestTrustLevelConflicts(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
-		appparttest.TrustLevelConflicts(t, st, 20, false)
-	})
-}
-
-func TestTrustLevelConflictsGrouped(t *testing.T) {
-	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
-		appparttest.TrustLevelConflicts(t, st, 60, true)
+		appparttest.TrustLevelConflicts(t, st, 20)
 	})
 }
 
@@ -92,7 +83,6 @@ func TestTrust0ConflictInGroupFailsOneCommand(t *testing.T) {
 		var groups atomic.Int32
 		entered := make(chan struct{}, 16) // a Do has passed its checks and is about to queue
 		o := appparttest.Options(st, part, plog.ModeTrust0)
-		o.GroupWrites = apppart.GroupWritesOn
 		o.Hooks.AfterLeaseCheck = func() {
 			if armed.Load() {
 				entered <- struct{}{}

@@ -32,8 +32,9 @@ func nextBenchPart() isequencer.PartitionID {
 	return isequencer.PartitionID(benchPart.Add(1))
 }
 
-// RunFlowBenchmarks runs the command flow (Start, Next x2, write the event
-// and its record, Flush) on st at each trust level, after a warm-up pass
+// RunFlowBenchmarks runs the command flow (Start, Next x2, Flush, the
+// event and its record written by the committer) on st at each trust level
+// with one client per partition (groups of one), after a warm-up pass
 // over the workspaces, on one partition and
 // on four (one goroutine each), and the raw PLog insert loop (plog.Writer
 // only: no sequencer) at each trust level, so that the flow's cost over
@@ -56,9 +57,8 @@ const FencingClients = 16
 
 // RunFencingBenchmarks compares the fenced mode with trust levels 0, 1 and 2
 // under the same load: FencingClients concurrent clients per partition, on
-// one partition and on four. Trust modes write each event on its own under
-// the partition's lock; the fenced mode groups the events of the commands
-// in flight into one conditional batch (events/group reports the mean).
+// one partition and on four. Every mode writes the events of the commands
+// in flight in groups (events/group reports the mean).
 func RunFencingBenchmarks(b *testing.B, st storage.Storage) {
 	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
 		b.Run("Fencing/"+mode.String()+"/1part", func(b *testing.B) { benchFlow(b, st, mode, 1, FencingClients) })
@@ -70,16 +70,15 @@ func RunFencingBenchmarks(b *testing.B, st storage.Storage) {
 // RunGroupCommitBenchmarks.
 const GroupClients = 16
 
-// RunGroupCommitBenchmarks runs every mode writing in groups
-// (OpenOptions.GroupWrites; fenced mode always does) with GroupClients
-// clients on each of four partitions, and the store's ceiling for the same
+// RunGroupCommitBenchmarks runs every mode with GroupClients clients on
+// each of four partitions, and the store's ceiling for the same
 // bytes: RawGrouped, 4*GroupClients plog.Writers at trust level 2 (one
 // event and its record per write, no sequencer), each on its own
 // partition, writing at once, so that a store with group commit commits
 // them together.
 func RunGroupCommitBenchmarks(b *testing.B, st storage.Storage) {
 	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
-		b.Run("Grouped/"+mode.String()+"/4parts", func(b *testing.B) { benchGrouped(b, st, mode, 4, GroupClients) })
+		b.Run("Grouped/"+mode.String()+"/4parts", func(b *testing.B) { benchFlow(b, st, mode, 4, GroupClients) })
 	}
 	b.Run("RawGrouped", func(b *testing.B) { benchRawGrouped(b, st, 4*GroupClients) })
 	b.Run("RawLoop", func(b *testing.B) { benchRawLoop(b, st, 4, GroupClients) })
@@ -155,17 +154,7 @@ func benchRawLoop(b *testing.B, st storage.Storage, parts, clients int) {
 // benchFlow runs b.N commands over parts partitions with clients
 // concurrent clients each.
 func benchFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
-	runFlow(b, st, mode, parts, clients, false)
-}
-
-// benchGrouped is benchFlow with OpenOptions.GroupWrites.
-func benchGrouped(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int) {
-	runFlow(b, st, mode, parts, clients, true)
-}
-
-func runFlow(b *testing.B, st storage.Storage, mode plog.Mode, parts, clients int, grouped bool) {
-	runFlowWith(b, flowRun{st: st, mode: mode, parts: parts, clients: clients, group: groupWrites(grouped),
-		workspaces: BenchWorkspaces, warm: true})
+	runFlowWith(b, flowRun{st: st, mode: mode, parts: parts, clients: clients, workspaces: BenchWorkspaces, warm: true})
 }
 
 // flowRun is one run of the flow benchmark.
@@ -173,7 +162,6 @@ type flowRun struct {
 	st             storage.Storage
 	mode           plog.Mode
 	parts, clients int
-	group          apppart.GroupWrites
 	// workspaces is the number of workspaces the commands of each
 	// partition go round-robin over; warm runs one command in each before
 	// the timer starts.
@@ -187,7 +175,6 @@ type flowRun struct {
 
 func runFlowWith(b *testing.B, r flowRun) {
 	st, mode, parts, clients := r.st, r.mode, r.parts, r.clients
-	grouped := r.group == apppart.GroupWritesOn
 	ctx := context.Background()
 	ps := make([]*apppart.Partition, parts)
 	ids := make([]isequencer.PartitionID, parts)
@@ -195,7 +182,6 @@ func runFlowWith(b *testing.B, r flowRun) {
 		part := nextBenchPart()
 		ids[i] = part
 		o := Options(st, part, mode)
-		o.GroupWrites = r.group
 		if r.tune != nil {
 			r.tune(&o)
 		}
@@ -286,11 +272,8 @@ func runFlowWith(b *testing.B, r flowRun) {
 	if commits, ok := storeCommits(st); ok && commits > commits0 {
 		b.ReportMetric(float64(b.N)/float64(commits-commits0), "cmds/commit")
 	}
-	if mode == plog.ModeFenced || grouped {
-		groups, events := groupStats(ps)
-		if groups > groups0 {
-			b.ReportMetric(float64(events-events0)/float64(groups-groups0), "events/group")
-		}
+	if groups, events := groupStats(ps); groups > groups0 {
+		b.ReportMetric(float64(events-events0)/float64(groups-groups0), "events/group")
 	}
 }
 

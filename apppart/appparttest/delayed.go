@@ -121,30 +121,37 @@ const DelayedClients = 16
 
 // RunDelayedFlowBenchmarks runs the flow on one partition with
 // DelayedClients clients over st wrapped in a DelayedStorage of delay, in
-// every mode (the trust modes serial and grouped), with a warm cache (200
-// workspaces, all cached) and a cold one (10,000 workspaces, a cache of 8:
-// every command misses). Besides cmds/s and latency it reports limit, the
-// fraction of the closed-loop limit DelayedClients/delay, and rt/op, the
-// store's calls per command.
+// every mode, with a warm cache (200 workspaces, all cached) and a cold one
+// (10,000 workspaces, a cache of 8: every command misses); and, to compare
+// with, each mode with OpenOptions.MaxGroupEvents 1 (every event written
+// alone, the commands still overlapping). Besides cmds/s and latency it
+// reports limit, the fraction of the closed-loop limit
+// DelayedClients/delay, and rt/op, the store's calls per command.
 func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Duration) {
 	type flow struct {
-		mode  plog.Mode
-		group apppart.GroupWrites
-		name  string
+		mode     plog.Mode
+		maxGroup int
+		name     string
 	}
 	var flows []flow
-	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0} {
-		flows = append(flows, flow{m, apppart.GroupWritesOff, m.String() + "/serial"}, flow{m, apppart.GroupWritesOn, m.String() + "/grouped"})
+	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0, plog.ModeFenced} {
+		flows = append(flows, flow{m, 0, m.String()}, flow{m, 1, m.String() + "/maxgroup1"})
 	}
-	flows = append(flows, flow{plog.ModeFenced, apppart.GroupWritesAuto, plog.ModeFenced.String()})
 	for _, cache := range []string{"warm", "cold"} {
 		for _, f := range flows {
 			b.Run(fmt.Sprintf("Delayed/%s/%s", cache, f.name), func(b *testing.B) {
 				d := NewDelayedStorage(st, delay)
-				r := flowRun{st: d, mode: f.mode, parts: 1, clients: DelayedClients, group: f.group, workspaces: 200, warm: true}
+				r := flowRun{st: d, mode: f.mode, parts: 1, clients: DelayedClients, workspaces: 200, warm: true}
+				cacheSize := 0
 				if cache == "cold" {
 					r.workspaces, r.warm = 10_000, false
-					r.tune = func(o *apppart.OpenOptions) { o.Sequencer.LRUCacheSize = 8 * 2 } // 8 workspaces of 2 sequences
+					cacheSize = 8 * 2 // 8 workspaces of 2 sequences
+				}
+				r.tune = func(o *apppart.OpenOptions) {
+					o.MaxGroupEvents = f.maxGroup
+					if cacheSize > 0 {
+						o.Sequencer.LRUCacheSize = cacheSize
+					}
 				}
 				var calls0 int64
 				r.started = func() { calls0 = d.Calls() }

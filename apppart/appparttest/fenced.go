@@ -468,8 +468,7 @@ func FencedSplitGroup(t *testing.T, newStore func(t testing.TB) storage.Storage,
 	}))
 }
 
-// GroupedRecordConflict: trust level 0 writing in groups
-// (OpenOptions.GroupWrites). A record is planted at the ID the next
+// GroupedRecordConflict: trust level 0 writing in groups. A record is planted at the ID the next
 // command of one workspace takes; that command and the commands of other
 // workspaces share one group write. The planted record fails its command
 // alone (plog.ErrConflict, the partition stops); the commands beside it in
@@ -481,7 +480,6 @@ func GroupedRecordConflict(t *testing.T, st storage.Storage, part isequencer.Par
 	first := newPause()
 	entered := make(chan struct{}, 64)
 	o := Options(st, part, plog.ModeTrust0)
-	o.GroupWrites = apppart.GroupWritesOn
 	o.Hooks.AfterLeaseCheck = func() {
 		select {
 		case entered <- struct{}{}:
@@ -492,7 +490,6 @@ func GroupedRecordConflict(t *testing.T, st storage.Storage, part isequencer.Par
 	a := openOwner(t, "A", o)
 	t.Cleanup(first.free)
 	ob := Options(st, part+1, plog.ModeTrust0)
-	ob.GroupWrites = apppart.GroupWritesOn
 	b := openOwner(t, "B", ob)
 
 	var next [workers + 2]isequencer.Number // next record ID per workspace

@@ -80,27 +80,25 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 // number is handed out twice, neither to callers nor in the PLog, which
 // holds contiguous offsets.
 //
-// grouped runs the partition with OpenOptions.GroupWrites, where trust
-// levels 0 and 1 insert events with ApplyBatchIf (and trust0 its records
-// too: a fault there fails one command as well, its outcome unknown).
-func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, commands int, grouped bool) {
-	op := faulty.OpInsertIfNotExists // trust0, trust1: only events use it
-	switch {
-	case mode == plog.ModeTrust2:
+// Trust levels 0 and 1 and the fenced mode insert events with
+// ApplyBatchIf (trust0 its records too: a fault there fails one command as
+// well, its outcome unknown); trust level 2 puts them with PutBatch.
+func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, commands int) {
+	op := faulty.OpApplyBatchIf
+	if mode == plog.ModeTrust2 {
 		op = faulty.OpPutBatch
-	case grouped:
-		op = faulty.OpApplyBatchIf
 	}
 	// The contract's calls are faulted: a MultiApplier's one-call group
 	// path (storage/boltdb, storage/mem) is hidden.
-	fs, err := faulty.New(drivertest.ContractOnly(st), faulty.Options{Seed: uint64(part), Rules: []faulty.Rule{
-		{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02},
-		{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02, AfterCall: true, Err: storage.ErrUnknownOutcome},
-	}})
+	fs, err := faulty.New(drivertest.ContractOnly(st), faulty.Options{Seed: uint64(part)})
 	require.NoError(t, err)
-	o := Options(fs, part, mode)
-	o.GroupWrites = groupWrites(grouped)
-	p := Open(t, o)
+	p := Open(t, Options(fs, part, mode))
+	// Faults from the first command on: the takeover (a fenced one sweeps
+	// with ApplyBatchIf) is not what this tests.
+	require.NoError(t, fs.SetRules(
+		faulty.Rule{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02},
+		faulty.Rule{Ops: []string{op}, Action: faulty.Fail, Probability: 0.02, AfterCall: true, Err: storage.ErrUnknownOutcome},
+	))
 	handed := Maxes{}
 	results := map[isequencer.PLogOffset]apppart.Result{}
 	failed := 0
@@ -148,9 +146,7 @@ func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer
 // refuse to overwrite the event (plog.ErrConflict) and stop the partition;
 // level 0 also refuses the record; levels 1 and 2 overwrite the record;
 // level 2 also overwrites the event (its documented price).
-//
-// grouped runs the partitions with OpenOptions.GroupWrites.
-func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.PartitionID, grouped bool) {
+func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	planted := []byte{1}
 	for i, tc := range []struct {
 		mode      plog.Mode
@@ -171,9 +167,7 @@ func TrustLevelConflicts(t *testing.T, st storage.Storage, part isequencer.Parti
 		part := part + isequencer.PartitionID(i)
 		t.Run(tc.mode.String()+"/"+what, func(t *testing.T) {
 			ctx := context.Background()
-			o := Options(st, part, tc.mode)
-			o.GroupWrites = groupWrites(grouped)
-			p := Open(t, o)
+			p := Open(t, Options(st, part, tc.mode))
 			ws := WS(part, 1)
 			var r apppart.Result
 			var err error
@@ -270,13 +264,4 @@ func CorruptTailKeepsRetrying(t *testing.T, st storage.Storage, part isequencer.
 		}
 		before.RequireAbove(t, cmd, r)
 	}
-}
-
-// groupWrites is OpenOptions.GroupWrites forced on or off (never the
-// automatic choice, which groups on bbolt).
-func groupWrites(grouped bool) apppart.GroupWrites {
-	if grouped {
-		return apppart.GroupWritesOn
-	}
-	return apppart.GroupWritesOff
 }

@@ -36,16 +36,16 @@ func TestRestartReplaysOnlyTail(t *testing.T) {
 func TestFailedWritesReuseNoNumber(t *testing.T) {
 	itest.NoLeaks(t)
 	st := open(t)
-	for i, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2} {
+	for i, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
 		t.Run(mode.String(), func(t *testing.T) {
-			appparttest.FailedWritesReuseNoNumber(t, st, partFailed+isequencer.PartitionID(i), mode, 1500, false)
+			appparttest.FailedWritesReuseNoNumber(t, st, partFailed+isequencer.PartitionID(i), mode, 1500)
 		})
 	}
 }
 
 func TestTrustLevelConflicts(t *testing.T) {
 	itest.NoLeaks(t)
-	appparttest.TrustLevelConflicts(t, open(t), partConflict, false)
+	appparttest.TrustLevelConflicts(t, open(t), partConflict)
 }
 
 func TestCorruptTailKeepsRetrying(t *testing.T) {

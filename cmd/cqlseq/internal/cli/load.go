@@ -60,6 +60,7 @@ type openConfig struct {
 	mc           *metrics.Collectors
 	log          *slog.Logger
 	maxUnflushed int
+	maxGroup     int
 	batcherDelay time.Duration
 	readyTimeout time.Duration
 }
@@ -102,13 +103,14 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 		var part *apppart.Partition
 		err := retryTransient(ctx, c.log, fmt.Sprintf("opening partition %d", p), c.readyTimeout, func(ctx context.Context) (err error) {
 			part, err = apppart.Open(ctx, apppart.OpenOptions{
-				Storage:       c.st,
-				App:           c.app,
-				Partition:     isequencer.PartitionID(p),
-				Mode:          c.mode,
-				SeqTypes:      seqTypes(),
-				RecordSeqs:    []isequencer.SeqID{seqRecords},
-				WLogOffsetSeq: seqWLog,
+				Storage:        c.st,
+				App:            c.app,
+				Partition:      isequencer.PartitionID(p),
+				Mode:           c.mode,
+				SeqTypes:       seqTypes(),
+				RecordSeqs:     []isequencer.SeqID{seqRecords},
+				WLogOffsetSeq:  seqWLog,
+				MaxGroupEvents: c.maxGroup,
 				Sequencer: isequencer.Params{
 					MaxNumUnflushedValues: c.maxUnflushed,
 					BatcherDelay:          c.batcherDelay,

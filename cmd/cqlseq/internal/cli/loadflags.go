@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
+	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"
@@ -27,6 +28,7 @@ type loadFlags struct {
 	mode         string
 	payload      int
 	maxUnflushed int
+	maxGroup     int
 	batcherDelay time.Duration
 	readyTimeout time.Duration
 	seed         uint64
@@ -44,6 +46,7 @@ func (f *loadFlags) add(fs *pflag.FlagSet, duration time.Duration) {
 	fs.StringVar(&f.mode, "mode", "trust0", "event log write mode (the sequences trust level): trust0, trust1, trust2 or fenced (README, Modes)")
 	fs.IntVar(&f.payload, "payload", 64, "payload bytes per event")
 	fs.IntVar(&f.maxUnflushed, "max-unflushed", isequencer.DefaultMaxNumUnflushedValues, "values waiting to be flushed above which a partition is busy")
+	fs.IntVar(&f.maxGroup, "max-group-events", apppart.DefaultMaxGroupEvents, "events of the commands in flight written in one group write, at most (1: each alone, to compare with)")
 	fs.DurationVar(&f.batcherDelay, "batcher-delay", 0, "how long the flusher waits to collect a bigger batch")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", time.Minute, "how long a partition may take to actualize when opened")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the workspace choice")
@@ -73,6 +76,9 @@ func (f *loadFlags) validate() error {
 	}
 	if f.maxUnflushed < 1 || f.maxUnflushed > isequencer.MaxMaxNumUnflushedValues {
 		bad("--max-unflushed %d: want 1..%d", f.maxUnflushed, isequencer.MaxMaxNumUnflushedValues)
+	}
+	if f.maxGroup < 1 {
+		bad("--max-group-events %d: want >= 1", f.maxGroup)
 	}
 	if f.batcherDelay < 0 {
 		bad("--batcher-delay %v: want >= 0", f.batcherDelay)
@@ -138,6 +144,7 @@ func (f *loadFlags) openConfig(e *env, in *instruments, st storage.Storage) open
 		mc:           in.mc,
 		log:          e.log,
 		maxUnflushed: f.maxUnflushed,
+		maxGroup:     f.maxGroup,
 		batcherDelay: f.batcherDelay,
 		readyTimeout: f.readyTimeout,
 	}

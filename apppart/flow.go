@@ -13,16 +13,18 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 )
 
-// committer writes the events of a partition in groups (fenced mode, and
-// the trust modes with OpenOptions.GroupWrites): a group write (groupLog),
-// then Durable on the sequencer, then the commands' acknowledgements. It
+// committer is a partition's command flow, in every mode: do takes a
+// command's numbers under the partition's lock and queues its event; the
+// committer's goroutine writes the queued events in groups: a group write
+// (groupLog), then Durable on the sequencer, then the commands'
+// acknowledgements. It
 // owns one goroutine, started by Open and stopped (cancelled first, then
 // waited for) by Close.
 //
 // It reports a failed group through failed, which the partition runs
 // under its lock: it stops the partition when the failure says so, fails
 // the commands queued after the group (failQueued) and actualizes the
-// sequencer, the only Actualize of a grouped partition, made while no
+// sequencer, the partition's only Actualize after Open, made while no
 // group write is in flight (isequencer.IGroupCommit's contract).
 type committer struct {
 	log      groupLog
@@ -151,12 +153,14 @@ func (x *pending) finish(err error) {
 }
 
 // run is the committer's goroutine. It paces itself as storage/boltdb's
-// committer does (groupq.Pacer): after a group it waits, at most half the
-// group write's duration, for the commands it acknowledged to come back,
-// so that closed-loop clients share a group instead of alternating.
+// committer does (groupq.Pacer): after a group it waits for the commands
+// it acknowledged to come back, so that closed-loop clients share a group
+// instead of alternating. Clients read a cold workspace ahead before they
+// queue, so it learns how long they take to come back (Learn), up to
+// maxGather.
 func (c *committer) run() {
 	defer close(c.done)
-	var pace groupq.Pacer
+	pace := groupq.Pacer{Learn: true, Max: maxGather}
 	for {
 		c.queue.Gather(&pace, c.ctx.Done())
 		group := c.take()
@@ -241,6 +245,10 @@ func (c *committer) write(group []*pending) {
 	}
 	c.count(ok)
 }
+
+// maxGather caps the committer's wait for its clients: about a numbers
+// read ahead on a remote store.
+const maxGather = 15 * time.Millisecond
 
 // refused reports a write error that refused the event (and stops the
 // partition).
