@@ -138,20 +138,29 @@ func TestCommittedDeadline(t *testing.T) {
 	assert.False(t, p.deadline.After(time.Now().Add(time.Millisecond)), "capped by Max")
 }
 
+// comeBackLate commits 2 requests with p, then has them come back, the
+// second after, and Gather wait for both: it returns their queue.
+func comeBackLate(t *testing.T, p *Pacer, after time.Duration) *Queue[int] {
+	t.Helper()
+	p.Committed(time.Now(), 2, 0)
+	p.deadline = time.Now().Add(time.Hour)
+	q := New[int]()
+	q.Put(1)
+	done := gather(q, p, nil)
+	time.Sleep(after)
+	notReturned(t, done, "1 of 2 back")
+	q.Put(2)
+	returned(t, done, "both back")
+	return q
+}
+
 // TestCommittedWithoutLearnIgnoresLateWriters: the zero Pacer waits half
 // the commit however late its writers came back before (storage/boltdb's
 // writers, partitions' committers and flushers, come back at once: a
 // wait learned from one that paused would hold every later group back).
 func TestCommittedWithoutLearnIgnoresLateWriters(t *testing.T) {
 	var p Pacer
-	p.Committed(time.Now(), 2, 0)
-	p.deadline = time.Now().Add(time.Hour)
-	q := New[int]()
-	q.Put(1)
-	done := gather(q, &p, nil)
-	time.Sleep(8 * time.Millisecond)
-	q.Put(2)
-	returned(t, done, "both back")
+	comeBackLate(t, &p, 8*time.Millisecond)
 	assert.Zero(t, p.back)
 	now := time.Now()
 	p.Committed(now, 2, 0) // a commit of ~0 s
@@ -164,15 +173,7 @@ func TestCommittedWithoutLearnIgnoresLateWriters(t *testing.T) {
 // before they all come back halves the estimate.
 func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
 	p := Pacer{Learn: true, Max: 15 * time.Millisecond}
-	p.Committed(time.Now(), 2, 0)
-	p.deadline = time.Now().Add(time.Hour)
-	q := New[int]()
-	q.Put(1)
-	done := gather(q, &p, nil)
-	time.Sleep(8 * time.Millisecond)
-	notReturned(t, done, "1 of 2 back")
-	q.Put(2)
-	returned(t, done, "both back")
+	q := comeBackLate(t, &p, 8*time.Millisecond)
 	assert.GreaterOrEqual(t, p.back, 8*time.Millisecond)
 	back := p.back
 
