@@ -104,8 +104,9 @@ func (q *Queue[T]) Len() int {
 // one, so the cohorts commit in turn and each request waits for two
 // commits. After each commit the Pacer expects the requests it answered to
 // come back, and Gather waits for them, but never longer than half the
-// last commit's duration (with Learn, or 1.5 times as long as they took to
-// come back the last time they all did), and never longer than Max. A
+// last commit's duration (with Learn, the whole commit's duration or 1.5
+// times as long as they took to come back the last time they all did), and
+// never longer than Max. A
 // lone writer's last group held its request alone and the queue was empty,
 // so it is expected back alone: Gather returns as soon as it arrives, and
 // a group never waits for writers that do not exist.
@@ -114,8 +115,9 @@ func (q *Queue[T]) Len() int {
 type Pacer struct {
 	// Learn is for writers that do work of their own between requests
 	// (such as a read ahead of their command) and so come back later than
-	// half a commit: Gather also waits up to 1.5 times how long they took
-	// the last time they all came back, halved each time they do not.
+	// half a commit: Gather waits up to a whole commit, or 1.5 times how
+	// long they took the last time they all came back (halved each time
+	// they do not), whichever is longer.
 	Learn bool
 	// Max caps Gather's wait; 0 is DefaultMaxGather.
 	Max time.Duration
@@ -137,8 +139,12 @@ func (p *Pacer) Committed(began time.Time, answered, queued int) {
 	p.expect = answered + queued
 	wait := now.Sub(began) / 2
 	if p.Learn {
+		// Writers that read before they come back take about a commit
+		// (a read costs what a write does): wait that long at least.
+		// Waiting half of it, they split into two cohorts that never all
+		// come back in time, so that back is never learned.
 		p.since = now
-		wait = max(wait, p.back+p.back/2)
+		wait = max(2*wait, p.back+p.back/2)
 	}
 	limit := p.Max
 	if limit <= 0 {

@@ -180,6 +180,9 @@ func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
 	now := time.Now()
 	p.Committed(now, 2, 0) // a commit of ~0 s
 	assert.Equal(t, now.Add(min(back+back/2, p.Max)).Round(time.Millisecond), p.deadline.Round(time.Millisecond))
+	before := time.Now()
+	p.Committed(before.Add(-14*time.Millisecond), 2, 0)
+	assert.False(t, p.deadline.Before(before.Add(14*time.Millisecond)), "a whole 14 ms commit, longer than 1.5 x back")
 
 	p.deadline = time.Now().Add(-time.Millisecond)
 	q.Take(func([]int) int { return 2 })
