@@ -43,7 +43,7 @@ func TestRefusedCommandStopsTheRun(t *testing.T) {
 			defer func() { _ = parts.close() }()
 			denied := fmt.Errorf("no MODIFY permission on <table cqlseq.values>: %w", refusal)
 			require.NoError(t, fs.SetRules(faulty.Rule{Action: faulty.Fail, Err: denied,
-				Ops: []string{faulty.OpPut, faulty.OpPutBatch, faulty.OpInsertIfNotExists, faulty.OpCompareAndSwap, faulty.OpApplyBatchIf}}))
+				Ops: []string{faulty.OpPut, faulty.OpPutBatch, faulty.OpInsertIfNotExists, faulty.OpCompareAndSwap, faulty.OpApplyBatchIf, faulty.OpApplyBatchesIf}}))
 
 			res := runCommands(ctx, parts.parts, loadConfig{partitions: 2, workspaces: 4, concurrency: 2, duration: time.Hour})
 			require.NoError(t, ctx.Err(), "the run went on after a refused command")
