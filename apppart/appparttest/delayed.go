@@ -124,7 +124,8 @@ const DelayedClients = 16
 // every mode, with a warm cache (200 workspaces, all cached) and a cold one
 // (10,000 workspaces, a cache of 8: every command misses); and, to compare
 // with, each mode with OpenOptions.MaxGroupEvents 1 (every event written
-// alone, the commands still overlapping). Besides cmds/s and latency it
+// alone, the commands still overlapping); and a lone client per mode (its
+// latency against the delay). Besides cmds/s and latency it
 // reports limit, the fraction of the closed-loop limit
 // DelayedClients/delay, and rt/op, the store's calls per command.
 func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Duration) {
@@ -136,6 +137,17 @@ func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Durat
 	var flows []flow
 	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0, plog.ModeFenced} {
 		flows = append(flows, flow{m, 0, m.String()}, flow{m, 1, m.String() + "/maxgroup1"})
+	}
+	// A lone client, warm: its latency (p50) against the delay, the
+	// round trips its command waits for.
+	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0, plog.ModeFenced} {
+		b.Run("Delayed/lone/"+m.String(), func(b *testing.B) {
+			d := NewDelayedStorage(st, delay)
+			var calls0 int64
+			runFlowWith(b, flowRun{st: d, mode: m, parts: 1, clients: 1, workspaces: 200, warm: true,
+				started: func() { calls0 = d.Calls() }})
+			b.ReportMetric(float64(d.Calls()-calls0)/float64(b.N), "rt/op")
+		})
 	}
 	for _, cache := range []string{"warm", "cold"} {
 		for _, f := range flows {
