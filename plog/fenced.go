@@ -23,7 +23,9 @@ const (
 
 // FencedWriterOptions configure a FencedWriter.
 type FencedWriterOptions struct {
-	// Storage holds the PLog and the records. Required.
+	// Storage holds the PLog and the records. Required. Its
+	// storage.MultiApplier, if any (found once, by NewFencedWriter, under any
+	// wrapper), writes a group's events and records in one call.
 	Storage storage.Storage
 	// Partition is the PLog partition written.
 	Partition isequencer.PartitionID
@@ -77,6 +79,7 @@ func (o *FencedWriterOptions) Validate() error {
 // use; writes are serialised.
 type FencedWriter struct {
 	o  FencedWriterOptions
+	ma storage.MultiApplier // o.Storage's, found once by NewFencedWriter; nil if none
 	mu struct {
 		sync.Mutex
 		// fencedBlock is the block (offset >> 12) whose fence this writer
@@ -106,7 +109,9 @@ func NewFencedWriter(o FencedWriterOptions) (*FencedWriter, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &FencedWriter{o: o}, nil
+	w := &FencedWriter{o: o}
+	w.ma, _ = storage.AsMultiApplier(o.Storage)
+	return w, nil
 }
 
 // Epoch returns the writer's epoch.
@@ -338,8 +343,8 @@ func (w *FencedWriter) writeChunkLocked(ctx context.Context, chunk []*Event, at 
 // same transaction, if the batch is applied (withRecords); else with
 // ApplyBatchIf alone, the records left to the caller.
 func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKey []byte, conds []storage.Condition, rows []storage.Row) (ok, withRecords bool, err error) {
-	ma, multi := storage.AsMultiApplier(w.o.Storage)
-	if !multi {
+	ma := w.ma
+	if ma == nil {
 		ok, err = w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
 		return ok, false, err
 	}

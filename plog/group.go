@@ -76,8 +76,8 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) 
 		}
 		return
 	}
-	if ma, ok := storage.AsMultiApplier(w.o.Storage); ok {
-		w.applyGroupLocked(ctx, ma, events, encs, errs)
+	if w.ma != nil {
+		w.applyGroupLocked(ctx, w.ma, events, encs, errs)
 	} else {
 		w.writeGroupLocked(ctx, events, encs, errs)
 	}

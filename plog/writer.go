@@ -16,7 +16,9 @@ import (
 
 // WriterOptions configure a Writer.
 type WriterOptions struct {
-	// Storage holds the PLog and the records. Required.
+	// Storage holds the PLog and the records. Required. Its
+	// storage.MultiApplier, if any (found once, by NewWriter, under any
+	// wrapper), writes a group's events and records in one call.
 	Storage storage.Storage
 	// Partition is the PLog partition written.
 	Partition isequencer.PartitionID
@@ -51,6 +53,7 @@ func (o *WriterOptions) Validate() error {
 // Mode. Safe for concurrent use; writes are serialised.
 type Writer struct {
 	o  WriterOptions
+	ma storage.MultiApplier // o.Storage's, found once by NewWriter; nil if none
 	mu struct {
 		sync.Mutex
 		buf     []byte
@@ -64,7 +67,9 @@ func NewWriter(o WriterOptions) (*Writer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Writer{o: o}, nil
+	w := &Writer{o: o}
+	w.ma, _ = storage.AsMultiApplier(o.Storage)
+	return w, nil
 }
 
 // Mode returns the writer's mode.
