@@ -198,8 +198,12 @@ func benchCases(ctx context.Context, c config, hosts []string, profile, ksPrefix
 				return nil, err
 			}
 			res.Profile = profile
-			logf("%s %s %dx%d run %d: %.0f cmds/s, p50 %.1f ms, p99 %.1f ms, %d errors",
-				res.Profile, m, p, c.clients, r+1, res.PerSecond, res.P50, res.P99, res.Errors)
+			first := ""
+			if res.FirstError != "" {
+				first = " (first: " + res.FirstError + ")"
+			}
+			logf("%s %s %dx%d run %d: %.0f cmds/s, p50 %.1f ms, p99 %.1f ms, %d errors%s",
+				res.Profile, m, p, c.clients, r+1, res.PerSecond, res.P50, res.P99, res.Errors, first)
 			out = append(out, res)
 		}
 	}
@@ -220,6 +224,7 @@ type result struct {
 	P50        float64 `json:"p50_ms"`
 	P99        float64 `json:"p99_ms"`
 	Errors     uint64  `json:"errors"`
+	FirstError string  `json:"first_error,omitempty"`
 	Busy       uint64  `json:"busy"`
 }
 
@@ -277,9 +282,10 @@ func benchOnce(ctx context.Context, c config, hostList []string, mode string, pa
 	}
 	var rep struct {
 		Sequencer struct {
-			PerSecond float64 `json:"per_second"`
-			Errors    uint64  `json:"errors"`
-			Latency   struct {
+			PerSecond  float64 `json:"per_second"`
+			Errors     uint64  `json:"errors"`
+			FirstError string  `json:"first_error"`
+			Latency    struct {
 				P50 float64 `json:"p50"`
 				P99 float64 `json:"p99"`
 			} `json:"latency_ms"`
@@ -292,7 +298,7 @@ func benchOnce(ctx context.Context, c config, hostList []string, mode string, pa
 		return result{}, fmt.Errorf("bench %s report: %w", ks, err)
 	}
 	return result{Mode: mode, Partitions: partitions, PerSecond: rep.Sequencer.PerSecond, P50: rep.Sequencer.Latency.P50,
-		P99: rep.Sequencer.Latency.P99, Errors: rep.Sequencer.Errors, Busy: rep.Busy.Rejections}, nil
+		P99: rep.Sequencer.Latency.P99, Errors: rep.Sequencer.Errors, FirstError: rep.Sequencer.FirstError, Busy: rep.Busy.Rejections}, nil
 }
 
 func dropKeyspace(hosts []string, ks string) {
