@@ -157,7 +157,7 @@ func (x *pending) finish(err error) {
 // it acknowledged to come back, so that closed-loop clients share a group
 // instead of alternating. Clients read a cold workspace ahead before they
 // queue, so it learns how long they take to come back (Learn), up to
-// maxGather.
+// maxGather or the last commit's duration, whichever is longer.
 func (c *committer) run() {
 	defer close(c.done)
 	pace := groupq.Pacer{Learn: true, Max: maxGather}
@@ -246,8 +246,8 @@ func (c *committer) write(group []*pending) {
 	c.count(ok)
 }
 
-// maxGather caps the committer's wait for its clients: about a numbers
-// read ahead on a remote store.
+// maxGather caps the committer's wait for its clients after a commit
+// shorter than it: about a numbers read ahead on a remote store.
 const maxGather = 15 * time.Millisecond
 
 // refused reports a write error that refused the event (and stops the

@@ -106,7 +106,9 @@ func (q *Queue[T]) Len() int {
 // come back, and Gather waits for them, but never longer than half the
 // last commit's duration (with Learn, the whole commit's duration or 1.5
 // times as long as they took to come back the last time they all did), and
-// never longer than Max. A
+// never longer than Max (with Learn, than Max or the last commit's
+// duration, whichever is longer: a writer that misses a group waits for
+// the whole next commit, so waiting for it as long costs no more). A
 // lone writer's last group held its request alone and the queue was empty,
 // so it is expected back alone: Gather returns as soon as it arrives, and
 // a group never waits for writers that do not exist.
@@ -119,7 +121,8 @@ type Pacer struct {
 	// long they took the last time they all came back (halved each time
 	// they do not), whichever is longer.
 	Learn bool
-	// Max caps Gather's wait; 0 is DefaultMaxGather.
+	// Max caps Gather's wait (with Learn, when the last commit took
+	// less); 0 is DefaultMaxGather.
 	Max time.Duration
 
 	expect   int           // requests expected in the queue
@@ -137,18 +140,24 @@ const DefaultMaxGather = 5 * time.Millisecond
 func (p *Pacer) Committed(began time.Time, answered, queued int) {
 	now := time.Now()
 	p.expect = answered + queued
-	wait := now.Sub(began) / 2
+	commit := now.Sub(began)
+	wait := commit / 2
+	limit := p.Max
+	if limit <= 0 {
+		limit = DefaultMaxGather
+	}
 	if p.Learn {
 		// Writers that read before they come back take about a commit
 		// (a read costs what a write does): wait that long at least.
 		// Waiting half of it, they split into two cohorts that never all
 		// come back in time, so that back is never learned.
 		p.since = now
-		wait = max(2*wait, p.back+p.back/2)
-	}
-	limit := p.Max
-	if limit <= 0 {
-		limit = DefaultMaxGather
+		wait = max(commit, p.back+p.back/2)
+		// Writers that come back later than Max (a read ahead on a
+		// remote store takes a round trip or more) but within a commit
+		// would otherwise always miss the group and wait for the next
+		// commit: waiting a commit for them costs no more.
+		limit = max(limit, commit)
 	}
 	p.deadline = now.Add(min(wait, limit))
 }

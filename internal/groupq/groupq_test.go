@@ -169,7 +169,8 @@ func TestCommittedWithoutLearnIgnoresLateWriters(t *testing.T) {
 
 // TestCommittedLearnsWhenWritersComeBack: writers that came back 8 ms
 // after a commit are waited for 1.5 times as long after the next one
-// (capped by Max), however short the commit; a deadline that passes
+// (capped by Max, or by the commit when it took longer), however short the
+// commit; a deadline that passes
 // before they all come back halves the estimate.
 func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
 	p := Pacer{Learn: true, Max: 15 * time.Millisecond}
@@ -183,6 +184,10 @@ func TestCommittedLearnsWhenWritersComeBack(t *testing.T) {
 	before := time.Now()
 	p.Committed(before.Add(-14*time.Millisecond), 2, 0)
 	assert.False(t, p.deadline.Before(before.Add(14*time.Millisecond)), "a whole 14 ms commit, longer than 1.5 x back")
+
+	before = time.Now()
+	p.Committed(before.Add(-40*time.Millisecond), 2, 0)
+	assert.False(t, p.deadline.Before(before.Add(40*time.Millisecond)), "a whole 40 ms commit, above Max: writers that come back within a commit are waited for")
 
 	p.deadline = time.Now().Add(-time.Millisecond)
 	q.Take(func([]int) int { return 2 })
