@@ -306,9 +306,11 @@ func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset, fa
 	return werr
 }
 
-// groupStats returns the number of groups written and their events.
+// epoch returns the partition's ownership epoch in fenced mode (0 in the
+// trust modes).
 func (c *committer) epoch() uint64 { return c.ep }
 
+// groupStats returns the number of groups written and their events.
 func (c *committer) groupStats() (groups, events int) {
 	c.stats.Lock()
 	defer c.stats.Unlock()
