@@ -84,23 +84,22 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 			found[v.Key] = v.Value
 			ids, seen := byWS[v.Key.WSID]
 			_, isInitial := initial[v.Key.SeqID]
+			var read []isequencer.SeqID // what to read of the workspace now
 			switch {
-			case !seen && isInitial:
-				byWS[v.Key.WSID] = slices.Clone(initialIDs)
-				if err := r.read(v.Key.WSID, initialIDs); err != nil {
-					return err
-				}
 			case !seen:
-				ids = append(slices.Clone(initialIDs), v.Key.SeqID)
-				byWS[v.Key.WSID] = ids
-				if err := r.read(v.Key.WSID, ids); err != nil {
-					return err
+				read = slices.Clone(initialIDs)
+				if !isInitial {
+					read = append(read, v.Key.SeqID)
 				}
+				byWS[v.Key.WSID] = slices.Clone(read)
 			case !isInitial:
+				read = []isequencer.SeqID{v.Key.SeqID}
 				byWS[v.Key.WSID] = append(ids, v.Key.SeqID)
-				if err := r.read(v.Key.WSID, []isequencer.SeqID{v.Key.SeqID}); err != nil {
-					return err
-				}
+			default:
+				continue // read with the workspace's initial SeqIDs
+			}
+			if err := r.read(v.Key.WSID, read); err != nil {
+				return err
 			}
 		}
 		return nil
