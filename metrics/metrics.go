@@ -214,6 +214,7 @@ const (
 	opPut
 	opPutBatch
 	opRead
+	opReadPartitions
 	opInsertIfNotExists
 	opCompareAndSwap
 	opCompareAndDelete
@@ -223,7 +224,7 @@ const (
 	numOps
 )
 
-var storageOps = [numOps]string{"Get", "GetBatch", "Put", "PutBatch", "Read", "InsertIfNotExists",
+var storageOps = [numOps]string{"Get", "GetBatch", "Put", "PutBatch", "Read", "ReadPartitions", "InsertIfNotExists",
 	"CompareAndSwap", "CompareAndDelete", "ApplyBatchIf", "QueryTTL", "ApplyBatchesIf"}
 
 type instrumented struct {
@@ -273,6 +274,13 @@ func (s *instrumented) Read(ctx context.Context, pKey, from, to []byte, cb func(
 	began := time.Now()
 	err := s.inner.Read(ctx, pKey, from, to, cb)
 	s.done(opRead, began, err)
+	return err
+}
+
+func (s *instrumented) ReadPartitions(ctx context.Context, pKeys [][]byte, from, to []byte, cb func(pKey, cCols, value []byte) error) error {
+	began := time.Now()
+	err := s.inner.ReadPartitions(ctx, pKeys, from, to, cb)
+	s.done(opReadPartitions, began, err)
 	return err
 }
 

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -128,6 +129,18 @@ type Storage interface {
 	// A cb error stops the read and is returned as is.
 	Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb func(cCols, value []byte) error) error
 
+	// ReadPartitions reads many partitions in one request: for each of
+	// pKeys it calls cb with the rows Read(pKey, fromCCols, toCCols) would
+	// give, with their partition key. A partition's rows come together and
+	// in ascending clustering order; the partitions come in no particular
+	// order; a key given twice is read once. At most MaxReadPartitions keys
+	// (more, or an empty key, is ErrInvalidArgument); none reads nothing.
+	// cb's slices are valid only during the call; a cb error stops the
+	// read and is returned as is. On CQL it is one query (p_key IN ...):
+	// a caller that reads many small partitions saves a request per
+	// partition, in the server's and the client's work.
+	ReadPartitions(ctx context.Context, pKeys [][]byte, fromCCols, toCCols []byte, cb func(pKey, cCols, value []byte) error) error
+
 	// Conditional writes (InsertIfNotExists, CompareAndSwap,
 	// CompareAndDelete, ApplyBatchIf with conditions) report ok == true only
 	// if this call applied the write. When the outcome cannot be known (a
@@ -180,6 +193,36 @@ func ValidateTTL(ttl time.Duration) error {
 
 // MaxTTL is the largest TTL CQL accepts (630,720,000 s).
 const MaxTTL = 630720000 * time.Second
+
+// MaxReadPartitions is the most partition keys one ReadPartitions takes:
+// ScyllaDB refuses more than 100 partition-key restrictions in a query by
+// default (max_partition_key_restrictions_per_query).
+const MaxReadPartitions = 100
+
+// DistinctReadKeys checks pKeys as ReadPartitions takes them and returns
+// them without repeats, in their order (pKeys itself when none repeats).
+// More than MaxReadPartitions keys or an empty key is an error wrapping
+// ErrInvalidArgument. Every driver calls it, so that all reject the same
+// calls and read a repeated key once.
+func DistinctReadKeys(pKeys [][]byte) ([][]byte, error) {
+	if len(pKeys) > MaxReadPartitions {
+		return nil, fmt.Errorf("%w: %d partition keys, at most %d in one read", ErrInvalidArgument, len(pKeys), MaxReadPartitions)
+	}
+	out := pKeys
+	for i, k := range pKeys {
+		if len(k) == 0 {
+			return nil, fmt.Errorf("%w: partition key %d of %d is empty", ErrInvalidArgument, i, len(pKeys))
+		}
+		repeated := slices.ContainsFunc(pKeys[:i], func(p []byte) bool { return bytes.Equal(p, k) })
+		switch {
+		case repeated && len(out) == len(pKeys):
+			out = slices.Clone(pKeys[:i])
+		case !repeated && len(out) < len(pKeys):
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
 
 // CondBatch is one conditional batch of a MultiApplier call: Rows (all in
 // partition PKey, without TTL) are written only if every condition of

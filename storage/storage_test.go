@@ -63,3 +63,21 @@ func TestAsGroupCommitterWalksWrappers(t *testing.T) {
 	_, ok = storage.AsGroupCommitter(struct{ storage.Storage }{committer{m}})
 	assert.False(t, ok, "a wrapper without Unwrap hides what is under it")
 }
+
+func TestDistinctReadKeys(t *testing.T) {
+	a, b, c := []byte("a"), []byte("b"), []byte("c")
+	keys := [][]byte{a, b, c}
+	got, err := storage.DistinctReadKeys(keys)
+	assert.NoError(t, err)
+	assert.Same(t, &keys[0], &got[0], "no repeats: the keys themselves")
+	got, err = storage.DistinctReadKeys([][]byte{a, b, []byte("a"), c, b, c})
+	assert.NoError(t, err)
+	assert.Equal(t, keys, got, "repeats dropped, order kept")
+	got, err = storage.DistinctReadKeys(nil)
+	assert.NoError(t, err)
+	assert.Empty(t, got)
+	_, err = storage.DistinctReadKeys([][]byte{a, {}})
+	assert.ErrorIs(t, err, storage.ErrInvalidArgument, "an empty key")
+	_, err = storage.DistinctReadKeys(make([][]byte, storage.MaxReadPartitions+1))
+	assert.ErrorIs(t, err, storage.ErrInvalidArgument, "too many keys")
+}

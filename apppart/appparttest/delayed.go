@@ -77,6 +77,13 @@ func (d *DelayedStorage) Read(ctx context.Context, pKey, fromCCols, toCCols []by
 	return d.inner.Read(ctx, pKey, fromCCols, toCCols, cb)
 }
 
+func (d *DelayedStorage) ReadPartitions(ctx context.Context, pKeys [][]byte, fromCCols, toCCols []byte, cb func(pKey, cCols, value []byte) error) error {
+	if err := d.wait(ctx); err != nil {
+		return err
+	}
+	return d.inner.ReadPartitions(ctx, pKeys, fromCCols, toCCols, cb)
+}
+
 func (d *DelayedStorage) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
 	if err := d.wait(ctx); err != nil {
 		return false, err

@@ -576,6 +576,24 @@ func (s *Store) Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb fu
 	return nil
 }
 
+// ReadPartitions implements storage.Storage: a Read of each partition in
+// turn (local reads gain nothing from one request).
+func (s *Store) ReadPartitions(ctx context.Context, pKeys [][]byte, fromCCols, toCCols []byte, cb func(pKey, cCols, value []byte) error) error {
+	keys, err := storage.DistinctReadKeys(pKeys)
+	if err != nil {
+		return fmt.Errorf("boltdb: read partitions: %w", err)
+	}
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := s.Read(ctx, k, fromCCols, toCCols, func(cCols, value []byte) error { return cb(k, cCols, value) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // InsertIfNotExists implements storage.Storage.
 func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (ok bool, err error) {
 	if err := storage.ValidateTTL(ttl); err != nil {

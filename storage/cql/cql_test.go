@@ -84,6 +84,7 @@ func TestOpenRejectsBadOptionsBeforeConnecting(t *testing.T) {
 func TestStatements(t *testing.T) {
 	st := newStatements("ks", "values", true)
 	assert.Equal(t, "SELECT c_col, value FROM ks.values WHERE p_key = ? AND c_col >= ? AND c_col < ?", st.read[3])
+	assert.Equal(t, "SELECT p_key, c_col, value FROM ks.values WHERE p_key IN ? AND c_col >= ?", st.readIn[1])
 	assert.Equal(t, "INSERT INTO ks.values (p_key, c_col, value, w) VALUES (?, ?, ?, ?) IF NOT EXISTS USING TTL ?", st.putTTLIfNotExists)
 	assert.Equal(t, "UPDATE ks.values USING TTL ? SET value = ?, w = ? WHERE p_key = ? AND c_col = ? IF value = ?", st.casUpdate)
 	assert.Equal(t, "INSERT INTO ks.values (p_key, c_col, value) VALUES (?, ?, ?) USING TIMESTAMP ?", st.putAt)

@@ -255,16 +255,29 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 	if err := s.begin(ctx, "read", pKey); err != nil {
 		return err
 	}
-	args := []any{pKey}
-	var which int
-	if from != nil {
-		which |= 1
-		args = append(args, from)
+	stmt, args := bounded(s.stmt.read, from, to, pKey)
+	return s.readRows(ctx, "read", stmt, args, false, func(r storage.Row) error { return cb(r.CCols, r.Value) })
+}
+
+// ReadPartitions implements storage.Storage: one query, p_key IN the
+// distinct keys, paged as Read. The query goes to any coordinator (a list
+// of keys has no one token to route by), which reads each partition at
+// the Store's consistency.
+func (s *Store) ReadPartitions(ctx context.Context, pKeys [][]byte, from, to []byte, cb func(pKey, cCols, value []byte) error) error {
+	keys, err := storage.DistinctReadKeys(pKeys)
+	if err != nil {
+		return fmt.Errorf("cql: read partitions: %w", err)
 	}
-	if to != nil {
-		which |= 2
-		args = append(args, to)
+	if err := s.ready(ctx, "read partitions"); err != nil || len(keys) == 0 {
+		return err
 	}
+	stmt, args := bounded(s.stmt.readIn, from, to, keys)
+	return s.readRows(ctx, "read partitions", stmt, args, true, func(r storage.Row) error { return cb(r.PKey, r.CCols, r.Value) })
+}
+
+// readRows runs a paged read (op names it in errors) and calls cb with
+// each row between queries; withPKey scans p_key first (stmt selects it).
+func (s *Store) readRows(ctx context.Context, op, stmt string, args []any, withPKey bool, cb func(storage.Row) error) error {
 	var state []byte
 	// Grown by append as rows come: most reads (a workspace's numbers)
 	// return a few rows, and a page of PageSize rows per call was most of
@@ -272,15 +285,15 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 	page := make([]storage.Row, 0, min(s.o.PageSize, 16))
 	for {
 		var err error
-		page, state, err = s.readPage(ctx, s.stmt.read[which], args, state, page[:0])
+		page, state, err = s.readPage(ctx, op, stmt, args, withPKey, state, page[:0])
 		if err != nil {
 			return err
 		}
 		for _, r := range page {
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("cql: read: %w", err)
+				return fmt.Errorf("cql: %s: %w", op, err)
 			}
-			if err := cb(r.CCols, r.Value); err != nil {
+			if err := cb(r); err != nil {
 				return err
 			}
 		}
@@ -290,20 +303,24 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 	}
 }
 
-func (s *Store) readPage(ctx context.Context, stmt string, args []any, state []byte, page []storage.Row) ([]storage.Row, []byte, error) {
+func (s *Store) readPage(ctx context.Context, op, stmt string, args []any, withPKey bool, state []byte, page []storage.Row) ([]storage.Row, []byte, error) {
 	qctx, cancel := s.queryCtx(ctx)
 	defer cancel()
 	iter := s.read(qctx, stmt, args...).PageSize(s.o.PageSize).PageState(state).Iter()
 	next := iter.PageState()
 	for {
-		var k, v []byte // fresh per row: gocql reuses a destination's array
-		if !iter.Scan(&k, &v) {
+		var p, k, v []byte // fresh per row: gocql reuses a destination's array
+		dest := []any{&k, &v}
+		if withPKey {
+			dest = []any{&p, &k, &v}
+		}
+		if !iter.Scan(dest...) {
 			break
 		}
-		page = append(page, storage.Row{CCols: blob(k), Value: blob(v)})
+		page = append(page, storage.Row{PKey: p, CCols: blob(k), Value: blob(v)})
 	}
 	if err := iter.Close(); err != nil {
-		return nil, nil, s.fail(ctx, qctx, "read", err)
+		return nil, nil, s.fail(ctx, qctx, op, err)
 	}
 	return page, next, nil
 }

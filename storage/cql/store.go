@@ -67,6 +67,7 @@ type statements struct {
 	putAt                                   string // INSERT ... USING TIMESTAMP ?: a versioned row
 	casUpdate, casDelete                    string
 	read                                    [4]string // by bounds: none, from, to, both
+	readIn                                  [4]string // read with p_key IN ?, selecting p_key first
 	condAbsent                              string    // carries "row must not exist" in a conditional batch
 	insertIfNotExists                       string    // INSERT IF NOT EXISTS without TTL, in batches
 	updateIf                                string    // UPDATE ... IF value = ?, in batches
@@ -98,13 +99,37 @@ func newStatements(keyspace, table string, writeIDs bool) statements {
 		updateIf:          "UPDATE " + t + " SET value = ?" + setW + " WHERE p_key = ? AND c_col = ? IF value = ?",
 		casDelete:         "DELETE FROM " + t + " WHERE p_key = ? AND c_col = ? IF value = ?",
 		condAbsent:        "DELETE value FROM " + t + " WHERE p_key = ? AND c_col = ? IF value = null",
-		read: [4]string{
-			sel,
-			sel + " AND c_col >= ?",
-			sel + " AND c_col < ?",
-			sel + " AND c_col >= ? AND c_col < ?",
-		},
+		read:              bounds(sel),
+		readIn:            bounds("SELECT p_key, c_col, value FROM " + t + " WHERE p_key IN ?"),
 	}
+}
+
+// bounds returns sel with each of a read's clustering bounds: none, from,
+// to, both (bounded's index).
+func bounds(sel string) [4]string {
+	return [4]string{
+		sel,
+		sel + " AND c_col >= ?",
+		sel + " AND c_col < ?",
+		sel + " AND c_col >= ? AND c_col < ?",
+	}
+}
+
+// bounded picks of stmts (built by bounds) the statement for the non-nil
+// bounds among from and to, and its arguments: the partition's (a key or
+// a list of keys), then the bounds.
+func bounded(stmts [4]string, from, to []byte, part any) (string, []any) {
+	args := []any{part}
+	var which int
+	if from != nil {
+		which |= 1
+		args = append(args, from)
+	}
+	if to != nil {
+		which |= 2
+		args = append(args, to)
+	}
+	return stmts[which], args
 }
 
 // Open connects (or takes Options.Session), checks that the table exists,
@@ -151,7 +176,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 // all returns every statement text.
 func (t *statements) all() []string {
 	all := append([]string{t.get, t.getIn, t.put, t.putAt, t.putW, t.putTTLW, t.putTTLIfNotExists, t.insertIfNotExists,
-		t.ttl, t.casUpdate, t.updateIf, t.casDelete, t.condAbsent}, t.read[:]...)
+		t.ttl, t.casUpdate, t.updateIf, t.casDelete, t.condAbsent}, append(t.read[:], t.readIn[:]...)...)
 	if t.writeIDs {
 		all = append(all, t.getInW)
 	}
@@ -238,14 +263,22 @@ func (s *Store) Close() error {
 // begin checks a call's preconditions: open store, live context, non-empty
 // partition key.
 func (s *Store) begin(ctx context.Context, op string, pKey []byte) error {
+	if err := s.ready(ctx, op); err != nil {
+		return err
+	}
+	if len(pKey) == 0 {
+		return fmt.Errorf("cql: %s: %w: empty partition key", op, storage.ErrInvalidArgument)
+	}
+	return nil
+}
+
+// ready fails a call op when the Store is closed or ctx is done.
+func (s *Store) ready(ctx context.Context, op string) error {
 	if s.closed.Load() {
 		return fmt.Errorf("cql: %s: %w", op, storage.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cql: %s: %w", op, err)
-	}
-	if len(pKey) == 0 {
-		return fmt.Errorf("cql: %s: %w: empty partition key", op, storage.ErrInvalidArgument)
 	}
 	return nil
 }

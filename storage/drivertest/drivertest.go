@@ -123,6 +123,12 @@ func (c *Counting) Read(ctx context.Context, pKey, from, to []byte, cb func(cCol
 	return c.Storage.Read(ctx, pKey, from, to, cb)
 }
 
+// ReadPartitions counts and passes the call on.
+func (c *Counting) ReadPartitions(ctx context.Context, pKeys [][]byte, from, to []byte, cb func(pKey, cCols, value []byte) error) error {
+	c.count(faulty.OpReadPartitions)
+	return c.Storage.ReadPartitions(ctx, pKeys, from, to, cb)
+}
+
 // InsertIfNotExists counts and passes the call on.
 func (c *Counting) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
 	c.count(faulty.OpInsertIfNotExists)

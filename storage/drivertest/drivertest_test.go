@@ -38,6 +38,7 @@ func TestCountingCountsEachOperation(t *testing.T) {
 		require.NoError(t, c.GetBatch(ctx, p, []storage.GetItem{{CCols: cc}}))
 		require.NoError(t, c.Read(ctx, p, nil, nil, func(_, _ []byte) error { return nil }))
 		require.NoError(t, c.Read(ctx, p, nil, nil, func(_, _ []byte) error { return nil }))
+		require.NoError(t, c.ReadPartitions(ctx, [][]byte{p}, nil, nil, func(_, _, _ []byte) error { return nil }))
 		_, err = c.InsertIfNotExists(ctx, p, []byte("e"), v, 0)
 		require.NoError(t, err)
 		_, err = c.CompareAndSwap(ctx, p, cc, v, v, 0)

@@ -258,6 +258,11 @@ func (s *Store) Read(ctx context.Context, pKey, fromCCols, toCCols []byte, cb fu
 	return s.do(ctx, OpRead, func() error { return s.inner.Read(ctx, pKey, fromCCols, toCCols, cb) })
 }
 
+// ReadPartitions implements storage.Storage.
+func (s *Store) ReadPartitions(ctx context.Context, pKeys [][]byte, fromCCols, toCCols []byte, cb func(pKey, cCols, value []byte) error) error {
+	return s.do(ctx, OpReadPartitions, func() error { return s.inner.ReadPartitions(ctx, pKeys, fromCCols, toCCols, cb) })
+}
+
 // InsertIfNotExists implements storage.Storage.
 func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (ok bool, err error) {
 	err = s.doKey(ctx, OpInsertIfNotExists, cCols, func() (err error) {

@@ -63,6 +63,7 @@ func calls(s storage.Storage) map[string]error {
 	out[faulty.OpPut] = s.Put(ctx, p, []byte("put"), nil)
 	out[faulty.OpPutBatch] = s.PutBatch(ctx, []storage.Row{{PKey: p, CCols: []byte("batch")}})
 	out[faulty.OpRead] = s.Read(ctx, p, nil, nil, func(_, _ []byte) error { return nil })
+	out[faulty.OpReadPartitions] = s.ReadPartitions(ctx, [][]byte{p}, nil, nil, func(_, _, _ []byte) error { return nil })
 	_, out[faulty.OpInsertIfNotExists] = s.InsertIfNotExists(ctx, p, []byte("ins"), nil, 0)
 	_, out[faulty.OpCompareAndSwap] = s.CompareAndSwap(ctx, p, c, nil, nil, 0)
 	_, out[faulty.OpCompareAndDelete] = s.CompareAndDelete(ctx, p, c, nil)

@@ -17,6 +17,7 @@ const (
 	OpPut               = "Put"
 	OpPutBatch          = "PutBatch"
 	OpRead              = "Read"
+	OpReadPartitions    = "ReadPartitions"
 	OpInsertIfNotExists = "InsertIfNotExists"
 	OpCompareAndSwap    = "CompareAndSwap"
 	OpCompareAndDelete  = "CompareAndDelete"
@@ -29,7 +30,7 @@ const (
 
 // AllOps returns every operation name of the storage contract.
 func AllOps() []string {
-	return []string{OpGet, OpGetBatch, OpPut, OpPutBatch, OpRead, OpInsertIfNotExists,
+	return []string{OpGet, OpGetBatch, OpPut, OpPutBatch, OpRead, OpReadPartitions, OpInsertIfNotExists,
 		OpCompareAndSwap, OpCompareAndDelete, OpApplyBatchIf, OpQueryTTL}
 }
 

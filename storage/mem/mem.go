@@ -208,6 +208,25 @@ func (s *Store) Read(ctx context.Context, pKey, from, to []byte, cb func(cCols, 
 	return nil
 }
 
+// ReadPartitions implements storage.Storage: a Read of each partition in
+// turn.
+func (s *Store) ReadPartitions(ctx context.Context, pKeys [][]byte, from, to []byte, cb func(pKey, cCols, value []byte) error) error {
+	keys, err := storage.DistinctReadKeys(pKeys)
+	if err != nil {
+		return fmt.Errorf("mem: read partitions: %w", err)
+	}
+	if err := s.lock(ctx); err != nil {
+		return err
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		if err := s.Read(ctx, k, from, to, func(cCols, value []byte) error { return cb(k, cCols, value) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // InsertIfNotExists implements storage.Storage.
 func (s *Store) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
 	if err := storage.ValidateTTL(ttl); err != nil {

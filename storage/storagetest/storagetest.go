@@ -68,6 +68,7 @@ var conformance = []struct {
 	{"Batches", testBatches},
 	{"RangeAndPaging", testRangeAndPaging},
 	{"RangeBounds", testRangeBounds},
+	{"ReadPartitions", testReadPartitions},
 	{"PartitionPrefixes", testPartitionPrefixes},
 	{"MissingEverywhere", testMissingEverywhere},
 	{"LargeRowsAndBatches", testLargeRowsAndBatches},
@@ -249,6 +250,89 @@ func testRangeBounds(t *testing.T, s suite) {
 	assert.Empty(t, keys(u16(19), nil), "from past the last key")
 	assert.Empty(t, keys(nil, u16(0)), "to at the first key")
 	assert.Equal(t, []uint16{0, 2}, keys([]byte{}, u16(3)), "an empty from is the lowest bound")
+}
+
+// testReadPartitions: ReadPartitions gives each partition's rows in the
+// bounds, together and in clustering order, each once (a repeated key is
+// read once, a missing one gives nothing), pages through a partition
+// larger than a page among small ones, stops at a callback error, reads
+// nothing for no keys, and refuses an empty key or more than
+// storage.MaxReadPartitions.
+func testReadPartitions(t *testing.T, s suite) {
+	st, ctx := s.st, context.Background()
+	base := pk(t, "p")
+	var keys [][]byte
+	var batch []storage.Row
+	want := map[string][]uint16{}
+	for j := range 60 {
+		p := fmt.Appendf(bytes.Clone(base), "%d", j) // "…1" is a prefix of "…10"
+		keys = append(keys, p)
+		for i := range uint16(j % 5) {
+			batch = append(batch, storage.Row{PKey: p, CCols: u16(i), Value: append(bytes.Clone(p), u16(i)...)})
+			want[string(p)] = append(want[string(p)], i)
+		}
+	}
+	big := pk(t, "big")
+	const bigRows = 5000
+	for i := range uint16(bigRows) {
+		batch = append(batch, storage.Row{PKey: big, CCols: u16(i), Value: append(bytes.Clone(big), u16(i)...)})
+		want[string(big)] = append(want[string(big)], i)
+	}
+	require.NoError(t, st.PutBatch(ctx, batch))
+
+	read := func(keys [][]byte, from, to []byte) map[string][]uint16 {
+		got := map[string][]uint16{}
+		var last []byte
+		require.NoError(t, st.ReadPartitions(ctx, keys, from, to, func(p, c, v []byte) error {
+			if !bytes.Equal(p, last) {
+				require.NotContains(t, got, string(p), "a partition's rows come together, once")
+				last = bytes.Clone(p)
+			}
+			require.Equal(t, append(bytes.Clone(p), c...), v, "the row's own partition key")
+			i := binary.BigEndian.Uint16(c)
+			if n := len(got[string(p)]); n > 0 {
+				require.Greater(t, i, got[string(p)][n-1], "ascending within a partition")
+			}
+			got[string(p)] = append(got[string(p)], i)
+			return nil
+		}))
+		return got
+	}
+	asked := append(slices.Clone(keys), pk(t, "missing1"), keys[3], pk(t, "missing2"), keys[3], big, keys[59])
+	assert.Equal(t, want, read(asked, nil, nil), "every row of every partition asked, each once")
+	inBounds := map[string][]uint16{}
+	for p, rows := range want {
+		for _, i := range rows {
+			if i >= 1 && i < 3 {
+				inBounds[p] = append(inBounds[p], i)
+			}
+		}
+	}
+	assert.Equal(t, inBounds, read(asked, u16(1), u16(3)), "[from, to) in every partition")
+	assert.Empty(t, read(nil, nil, nil), "no keys")
+	assert.Empty(t, read([][]byte{pk(t, "missing3")}, nil, nil), "a missing partition")
+
+	stop := errors.New("stop")
+	seen := 0
+	err := st.ReadPartitions(ctx, [][]byte{big, keys[4]}, nil, nil, func(_, _, _ []byte) error {
+		if seen++; seen == 1500 {
+			return stop
+		}
+		return nil
+	})
+	assert.ErrorIs(t, err, stop, "a callback error is returned as is")
+	assert.Equal(t, 1500, seen)
+
+	tooMany := make([][]byte, storage.MaxReadPartitions+1)
+	for i := range tooMany {
+		tooMany[i] = pk(t, fmt.Sprintf("none%d", i))
+	}
+	called := false
+	cb := func(_, _, _ []byte) error { called = true; return nil }
+	assert.ErrorIs(t, st.ReadPartitions(ctx, tooMany, nil, nil, cb), storage.ErrInvalidArgument, "more than MaxReadPartitions")
+	assert.NoError(t, st.ReadPartitions(ctx, tooMany[:storage.MaxReadPartitions], nil, nil, cb), "MaxReadPartitions")
+	assert.ErrorIs(t, st.ReadPartitions(ctx, [][]byte{keys[4], {}}, nil, nil, cb), storage.ErrInvalidArgument, "an empty key")
+	assert.False(t, called, "a refused call reads nothing")
 }
 
 // testPartitionPrefixes: partition keys that are prefixes of each other
@@ -745,6 +829,7 @@ func testCancelled(t *testing.T, s suite) {
 	calls["Put"] = st.Put(cctx, p, c, []byte("v"))
 	calls["PutBatch"] = st.PutBatch(cctx, []storage.Row{{PKey: p, CCols: c, Value: []byte("v")}})
 	calls["Read"] = st.Read(cctx, p, nil, nil, func(_, _ []byte) error { return nil })
+	calls["ReadPartitions"] = st.ReadPartitions(cctx, [][]byte{p}, nil, nil, func(_, _, _ []byte) error { return nil })
 	_, calls["InsertIfNotExists"] = st.InsertIfNotExists(cctx, p, c, []byte("v"), 0)
 	_, calls["CompareAndSwap"] = st.CompareAndSwap(cctx, p, c, nil, []byte("v"), 0)
 	_, calls["CompareAndDelete"] = st.CompareAndDelete(cctx, p, c, nil)
@@ -800,6 +885,7 @@ func testClosed(t *testing.T, s suite) {
 	calls["Put"] = own.Put(ctx, p, c, nil)
 	calls["PutBatch"] = own.PutBatch(ctx, []storage.Row{{PKey: p, CCols: c}})
 	calls["Read"] = own.Read(ctx, p, nil, nil, func(_, _ []byte) error { return nil })
+	calls["ReadPartitions"] = own.ReadPartitions(ctx, [][]byte{p}, nil, nil, func(_, _, _ []byte) error { return nil })
 	_, calls["InsertIfNotExists"] = own.InsertIfNotExists(ctx, p, c, nil, 0)
 	_, calls["CompareAndSwap"] = own.CompareAndSwap(ctx, p, c, nil, nil, 0)
 	_, calls["CompareAndDelete"] = own.CompareAndDelete(ctx, p, c, nil)
