@@ -93,6 +93,62 @@ func TestGetNumbersMax(t *testing.T) {
 	})
 }
 
+// TestGetWorkspacesNumbersMax: one ReadPartitions gives each workspace
+// what GetNumbersMax gives it.
+func TestGetWorkspacesNumbersMax(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, inner storage.Storage) {
+		st := drivertest.NewCounting(inner)
+		ctx := context.Background()
+		a := New(st, 5)
+		require.NoError(t, a.PutNumbersEpoch(ctx, 0, []isequencer.SeqValue{nv(1, 1, 10), nv(1, 2, 500), nv(3, 1, 7)}))
+		require.NoError(t, a.PutNumbersEpoch(ctx, 2, []isequencer.SeqValue{nv(1, 1, 40), nv(1, 9, 1e6), nv(2, 3, 66)}))
+		require.NoError(t, a.PutNumbersEpoch(ctx, 1, []isequencer.SeqValue{nv(2, 3, 99), nv(3, 1, 5)}))
+		require.NoError(t, New(st, 6).PutNumbersEpoch(ctx, 0, []isequencer.SeqValue{nv(4, 1, 1e6)}), "another app's workspace 4")
+
+		reads := []WorkspaceNumbers{
+			{WSID: 1, IDs: []isequencer.SeqID{1, 2, 3}, Numbers: []isequencer.Number{7, 7, 7, 7}},
+			{WSID: 2, IDs: []isequencer.SeqID{3}, Numbers: make([]isequencer.Number, 1)},
+			{WSID: 3, IDs: []isequencer.SeqID{1}, Numbers: make([]isequencer.Number, 1)},
+			{WSID: 4, IDs: []isequencer.SeqID{1}, Numbers: []isequencer.Number{7}},
+		}
+		st.Reset()
+		require.NoError(t, a.GetWorkspacesNumbersMax(ctx, reads))
+		assert.Equal(t, []isequencer.Number{40, 500, 0, 7}, reads[0].Numbers, "max over seed and epochs; Numbers past IDs untouched")
+		assert.Equal(t, []isequencer.Number{99}, reads[1].Numbers)
+		assert.Equal(t, []isequencer.Number{7}, reads[2].Numbers)
+		assert.Equal(t, []isequencer.Number{0}, reads[3].Numbers, "none in this app")
+		assert.Equal(t, int64(1), st.Calls(faulty.OpReadPartitions), "one read of every partition")
+		assert.Zero(t, st.Calls(faulty.OpRead))
+		for _, r := range reads {
+			want := make([]isequencer.Number, len(r.IDs))
+			require.NoError(t, a.GetNumbersMax(ctx, r.WSID, r.IDs, want))
+			assert.Equal(t, want, r.Numbers[:len(r.IDs)], "as GetNumbersMax, WSID %d", r.WSID)
+		}
+
+		require.NoError(t, a.GetWorkspacesNumbersMax(ctx, nil), "no workspaces")
+		twice := []WorkspaceNumbers{reads[1], {WSID: 2, IDs: []isequencer.SeqID{1}, Numbers: make([]isequencer.Number, 1)}}
+		require.ErrorIs(t, a.GetWorkspacesNumbersMax(ctx, twice), storage.ErrInvalidArgument, "a workspace twice")
+		short := []WorkspaceNumbers{{WSID: 1, IDs: []isequencer.SeqID{1, 2}, Numbers: make([]isequencer.Number, 1)}}
+		require.ErrorIs(t, a.GetWorkspacesNumbersMax(ctx, short), storage.ErrInvalidArgument, "no room")
+		many := make([]WorkspaceNumbers, storage.MaxReadPartitions+1)
+		for i := range many {
+			many[i].WSID = isequencer.WSID(i + 1)
+		}
+		require.ErrorIs(t, a.GetWorkspacesNumbersMax(ctx, many), storage.ErrInvalidArgument, "too many")
+		require.NoError(t, a.GetWorkspacesNumbersMax(ctx, many[:storage.MaxReadPartitions]))
+
+		require.NoError(t, st.Put(ctx, WSKey(5, 3), WSEpochCCols(1, 7), []byte{1, 2, 3}))
+		err := a.GetWorkspacesNumbersMax(ctx, reads)
+		assert.ErrorIs(t, err, ErrBadCell)
+		assert.Contains(t, err.Error(), "WSID 3: vvmadapter: bad number cell: SeqID 1@epoch 7")
+		for _, r := range reads {
+			assert.Equal(t, make([]isequencer.Number, len(r.IDs)), r.Numbers[:len(r.IDs)], "zeroed on an error, WSID %d", r.WSID)
+		}
+		require.NoError(t, st.Close())
+		require.ErrorIs(t, a.GetWorkspacesNumbersMax(ctx, reads[:1]), storage.ErrClosed)
+	})
+}
+
 func TestGetNumbersMaxBadCells(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		ctx := context.Background()

@@ -104,24 +104,8 @@ func (a *Adapter) GetNumbersMax(ctx context.Context, ws isequencer.WSID, ids []i
 	clear(dst)
 	var cellErr error
 	err := a.st.Read(ctx, WSKey(a.app, ws), nil, nil, func(cCols, value []byte) error {
-		if len(cCols) != 2 && len(cCols) != 10 {
-			_, cellErr = DecodeNumberCell(cCols, value)
-			return cellErr
-		}
-		if !slices.Contains(ids, isequencer.SeqID(binary.BigEndian.Uint16(cCols))) {
-			return nil
-		}
-		c, err := DecodeNumberCell(cCols, value)
-		if err != nil {
-			cellErr = err
-			return err
-		}
-		for i, want := range ids {
-			if want == c.SeqID {
-				dst[i] = max(dst[i], c.Number)
-			}
-		}
-		return nil
+		cellErr = maxCell(ids, dst, cCols, value)
+		return cellErr
 	})
 	switch {
 	case cellErr != nil:
@@ -132,4 +116,82 @@ func (a *Adapter) GetNumbersMax(ctx context.Context, ws isequencer.WSID, ids []i
 		return fmt.Errorf("vvmadapter: reading numbers of WSID %d: %w", ws, err)
 	}
 	return nil
+}
+
+// maxCell raises dst[i] to the number of the cell (cCols, value) for
+// every ids[i] of its SeqID; a cell of another SeqID is not decoded.
+func maxCell(ids []isequencer.SeqID, dst []isequencer.Number, cCols, value []byte) error {
+	if len(cCols) != 2 && len(cCols) != 10 {
+		_, err := DecodeNumberCell(cCols, value)
+		return err
+	}
+	if !slices.Contains(ids, isequencer.SeqID(binary.BigEndian.Uint16(cCols))) {
+		return nil
+	}
+	c, err := DecodeNumberCell(cCols, value)
+	if err != nil {
+		return err
+	}
+	for i, want := range ids {
+		if want == c.SeqID {
+			dst[i] = max(dst[i], c.Number)
+		}
+	}
+	return nil
+}
+
+// WorkspaceNumbers is one workspace's read of GetWorkspacesNumbersMax:
+// the numbers of IDs in WSID go to Numbers, as GetNumbersMax's dst.
+type WorkspaceNumbers struct {
+	WSID    isequencer.WSID
+	IDs     []isequencer.SeqID
+	Numbers []isequencer.Number
+}
+
+// GetWorkspacesNumbersMax does what GetNumbersMax does for each of reads,
+// in one storage.ReadPartitions of their partitions: at most
+// storage.MaxReadPartitions workspaces, each named once, each with room
+// for its numbers (or an error wrapping storage.ErrInvalidArgument, and
+// nothing read). On any error every read's Numbers are zeroed; a cell that
+// does not decode is an error wrapping ErrBadCell that names its WSID.
+func (a *Adapter) GetWorkspacesNumbersMax(ctx context.Context, reads []WorkspaceNumbers) error {
+	if len(reads) > storage.MaxReadPartitions {
+		return fmt.Errorf("vvmadapter: %w: %d workspaces, at most %d in one read", storage.ErrInvalidArgument, len(reads), storage.MaxReadPartitions)
+	}
+	keys := make([][]byte, 0, len(reads))
+	index := make(map[string]int, len(reads))
+	for i, r := range reads {
+		if len(r.Numbers) < len(r.IDs) {
+			return fmt.Errorf("vvmadapter: %w: WSID %d: %d SeqIDs, room for %d numbers", storage.ErrInvalidArgument, r.WSID, len(r.IDs), len(r.Numbers))
+		}
+		k := WSKey(a.app, r.WSID)
+		if _, dup := index[string(k)]; dup {
+			return fmt.Errorf("vvmadapter: %w: WSID %d read twice", storage.ErrInvalidArgument, r.WSID)
+		}
+		index[string(k)] = i
+		keys = append(keys, k)
+		clear(r.Numbers[:len(r.IDs)])
+	}
+	var cellErr error
+	err := a.st.ReadPartitions(ctx, keys, nil, nil, func(pKey, cCols, value []byte) error {
+		i, ok := index[string(pKey)]
+		if !ok {
+			cellErr = fmt.Errorf("vvmadapter: reading numbers: a row of partition %x, not asked for", pKey)
+			return cellErr
+		}
+		r := reads[i]
+		if err := maxCell(r.IDs, r.Numbers, cCols, value); err != nil {
+			cellErr = fmt.Errorf("vvmadapter: WSID %d: %w", r.WSID, err)
+		}
+		return cellErr
+	})
+	if cellErr == nil && err != nil {
+		cellErr = fmt.Errorf("vvmadapter: reading numbers of %d workspaces: %w", len(reads), err)
+	}
+	if cellErr != nil {
+		for _, r := range reads {
+			clear(r.Numbers[:len(r.IDs)])
+		}
+	}
+	return cellErr
 }
