@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,19 @@ func (s *wsReadStore) Read(ctx context.Context, pKey, from, to []byte, cb func(c
 		}
 	}
 	return s.Storage.Read(ctx, pKey, from, to, cb)
+}
+
+func (s *wsReadStore) ReadPartitions(ctx context.Context, pKeys [][]byte, from, to []byte, cb func(pKey, cCols, value []byte) error) error {
+	for _, k := range pKeys {
+		for ws := isequencer.WSID(1); ws <= 10; ws++ {
+			if bytes.Equal(k, vvmadapter.WSKey(app, ws)) {
+				if err := s.onRead(ctx, ws); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return s.Storage.ReadPartitions(ctx, pKeys, from, to, cb)
 }
 
 func ev(off isequencer.PLogOffset, ws isequencer.WSID, nums ...plog.SeqNumber) *plog.Event {
@@ -213,6 +227,83 @@ func TestActualizeOnceReplayFailureEndsReads(t *testing.T) {
 	_, err := s.ActualizeOnce(context.Background(), nil, false)
 	require.ErrorIs(t, err, plog.ErrCorrupt)
 	assert.Equal(t, context.Canceled, <-ended, "the read in flight was cancelled, not timed out")
+}
+
+// batchStore records the number of keys of each ReadPartitions, and holds
+// the first until gate is closed.
+type batchStore struct {
+	storage.Storage
+	gate  chan struct{}
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (s *batchStore) ReadPartitions(ctx context.Context, pKeys [][]byte, from, to []byte, cb func(pKey, cCols, value []byte) error) error {
+	s.mu.Lock()
+	s.sizes = append(s.sizes, len(pKeys))
+	first := len(s.sizes) == 1
+	s.mu.Unlock()
+	if first {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Storage.ReadPartitions(ctx, pKeys, from, to, cb)
+}
+
+// TestActualizeOnceReadsWorkspacesInBatches: workspaces queued while the
+// reads are busy are read storedReadBatch to a request, with every SeqID
+// the events name; two queued reads of one workspace taken together are
+// one read. One reader; its first request is held until the replay
+// reaches its last event.
+func TestActualizeOnceReadsWorkspacesInBatches(t *testing.T) {
+	const workspaces = 1000
+	st := &batchStore{Storage: mem.New(mem.Options{}), gate: make(chan struct{})}
+	defer st.Close()
+	var stored []isequencer.SeqValue
+	var events []*plog.Event
+	var want []ActualizedNumber
+	for i := range workspaces {
+		ws := isequencer.WSID(i + 1)
+		stored = append(stored, isequencer.SeqValue{Key: key(ws, 2), Value: isequencer.Number(100 + i)})
+		events = append(events, ev(isequencer.PLogOffset(len(events)+1), ws, sn(1, isequencer.Number(i+1))))
+		want = append(want, ActualizedNumber{WSID: ws, SeqID: 1, Last: isequencer.Number(i + 1), Next: isequencer.Number(i + 2)},
+			ActualizedNumber{WSID: ws, SeqID: 2, Last: isequencer.Number(100 + i), Next: isequencer.Number(101 + i)})
+		if ws == 500 || ws == 501 {
+			// A SeqID not in initial right after: a second queued read of
+			// the workspace, next to its first (a batch's end parts at most
+			// one of the two pairs).
+			stored = append(stored, isequencer.SeqValue{Key: key(ws, 3), Value: 7000})
+			events = append(events, ev(isequencer.PLogOffset(len(events)+1), ws, sn(3, 5)))
+			want = append(want, ActualizedNumber{WSID: ws, SeqID: 3, Last: 7000, Next: 7001})
+		}
+	}
+	// And one after workspace 1 was read: a read of its own.
+	stored = append(stored, isequencer.SeqValue{Key: key(1, 3), Value: 6000})
+	events = append(events, ev(isequencer.PLogOffset(len(events)+1), 1, sn(3, 5000)))
+	want = slices.Insert(want, 2, ActualizedNumber{WSID: 1, SeqID: 3, Last: 6000, Next: 6001})
+	require.NoError(t, newStorage(t, Options{Storage: st.Storage}).WriteValuesAndNextPLogOffset(stored, 1))
+	s := newStorage(t, Options{Storage: st, WriteWorkers: 1, Reader: eventsFrom(events, func(_ context.Context, i int) error {
+		if i == len(events)-1 {
+			close(st.gate)
+		}
+		return nil
+	})})
+	a, err := s.ActualizeOnce(context.Background(), map[isequencer.SeqID]isequencer.Number{1: 1, 2: 1}, false)
+	require.NoError(t, err)
+	assert.Equal(t, want, a.Numbers)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	total := 0
+	for _, n := range st.sizes {
+		assert.LessOrEqual(t, n, storedReadBatch)
+		total += n
+	}
+	assert.Contains(t, []int{workspaces + 1, workspaces + 2}, total, "workspaces read: each, workspace 1 again, and at most one of 500 and 501 twice: %v", st.sizes)
+	assert.Equal(t, storedReadBatch, slices.Max(st.sizes), "the queue read %d to a request", storedReadBatch)
+	assert.LessOrEqual(t, len(st.sizes), 2+(workspaces-1)/storedReadBatch+1, "requests: %v", st.sizes)
 }
 
 // TestActualizeOnceCanceled: the caller's ctx ends the replay and the reads.

@@ -221,6 +221,15 @@ func (s *Storage) readNumbers(ctx context.Context, ws isequencer.WSID, ids []ise
 	return out, nil
 }
 
+// readWorkspacesNumbers reads the numbers of many workspaces in one
+// request (vvmadapter.GetWorkspacesNumbersMax).
+func (s *Storage) readWorkspacesNumbers(ctx context.Context, reads []vvmadapter.WorkspaceNumbers) error {
+	if err := s.ad.GetWorkspacesNumbersMax(ctx, reads); err != nil {
+		return s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
+	}
+	return nil
+}
+
 // ReadNextPLogOffset implements isequencer.ISeqStorage; 0 if none is
 // stored.
 func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
