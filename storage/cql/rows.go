@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gocql/gocql"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cqlseq/cqlseq/storage"
 )
@@ -207,45 +206,30 @@ func chunkRows(rows []storage.Row, maxRows, maxBytes int) [][]storage.Row {
 }
 
 // runBounded calls do(ctx, i) for i in [0, n) on at most workers goroutines
-// and waits for them. The first error cancels the context given to the
-// other calls, stops starting new ones, and is returned.
+// (errgroup) and waits for them. The first error cancels the context given
+// to the other calls, stops starting new ones, and is returned; so is the
+// caller's ctx ending before every call was started.
 func runBounded(ctx context.Context, workers, n int, do func(ctx context.Context, i int) error) error {
-	if n == 1 || workers <= 1 {
-		for i := range n {
-			if err := do(ctx, i); err != nil {
-				return err
-			}
+	if n == 1 {
+		return do(ctx, 0)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(workers, 1))
+	started := 0
+	for i := range n {
+		if gctx.Err() != nil {
+			break
 		}
-		return nil
+		started++
+		g.Go(func() error { return do(gctx, i) })
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next  atomic.Int64
-		wg    sync.WaitGroup
-		once  sync.Once
-		first error
-	)
-	for range min(workers, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := do(ctx, i); err != nil {
-					once.Do(func() { first = err; cancel() })
-					return
-				}
-			}
-		})
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	wg.Wait()
-	if first == nil && int(next.Load()) < n {
-		// Stopped by the caller's context before every call was claimed.
+	if started < n {
 		return fmt.Errorf("cql: put batch: %w", context.Cause(ctx))
 	}
-	return first
+	return nil
 }
 
 // Read implements storage.Storage. Each page of PageSize rows is one query
