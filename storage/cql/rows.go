@@ -294,11 +294,15 @@ func (s *Store) readPage(ctx context.Context, op, stmt string, args []any, withP
 	next := iter.PageState()
 	for {
 		var p, k, v []byte // fresh per row: gocql reuses a destination's array
-		dest := []any{&k, &v}
+		var ok bool
 		if withPKey {
-			dest = []any{&p, &k, &v}
+			var dp []byte // only here: a destination escapes, one allocation a row
+			ok = iter.Scan(&dp, &k, &v)
+			p = dp
+		} else {
+			ok = iter.Scan(&k, &v)
 		}
-		if !iter.Scan(dest...) {
+		if !ok {
 			break
 		}
 		page = append(page, storage.Row{PKey: p, CCols: blob(k), Value: blob(v)})
