@@ -135,3 +135,10 @@ func TestPerFaultTableOnlyWhenItAddsToTheSummary(t *testing.T) {
 	tt.printTable()
 	assert.Equal(t, 1, strings.Count(b.String(), "| gray check (trust2, 4x16) |"), b.String())
 }
+
+func TestStoreRefusedOnlyAReadTheStoreRefused(t *testing.T) {
+	refused := "cqlseq: plogcheck: partition 1: reading stored numbers: vvmadapter: reading numbers of WSID 3906: cql: read: storage: unavailable: Cannot achieve consistency level LOCAL_QUORUM (potentially executed: true)\n"
+	assert.True(t, storeRefused(refused))
+	assert.False(t, storeRefused("cqlseq: plogcheck: partition 1: WSID 3 SeqID 1: stored number 5 is below 7\n"), "a finding")
+	assert.False(t, storeRefused("cqlseq: --acks: open acks.log: no such file or directory\n"), "a usage error")
+}

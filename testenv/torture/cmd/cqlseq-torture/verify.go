@@ -10,34 +10,57 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
+
+// verifyAttempts bounds the runs of one verify that the store refused a
+// read of (see verify).
+const verifyAttempts = 3
 
 // verify runs cqlseq verify --acks on ks (partitions 0..parts-1) and fills
 // r's counts from its JSON report. It first waits until the cluster is
 // whole (waitWhole): the phase's faults are over, and a node still
 // rejoining (after a one-way cut, one that holds its peers down refuses
 // LOCAL_QUORUM reads) would fail the check for want of replicas, not for
-// anything lost.
+// anything lost. A node can still hold its peers down again seconds after
+// the ring was seen whole (its failure detector flaps after the cut
+// heals): a run the store refused a read in (storeRefused) wrote no
+// verdict, so the same verify runs again after the next waitWhole, up to
+// verifyAttempts runs; each refusal is logged and listed with the
+// cluster's repairs. A run that wrote a verdict is never run again.
 func (t *tort) verify(ctx context.Context, ks, ackLog string, parts int, r *row) error {
-	if err := t.waitWhole(ctx, "verify "+ks); err != nil {
-		return err
-	}
 	ps := make([]string, parts)
 	for i := range ps {
 		ps[i] = strconv.Itoa(i)
 	}
 	jf := filepath.Join(t.c.dir, "verify-"+ks+".json")
-	_ = os.Remove(jf)
-	out, err := t.cqlseqOut(ctx, "verify", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--timeout", "30s",
-		"--partition", strings.Join(ps, ","), "--acks", ackLog, "--json", jf)
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return fmt.Errorf("verify %s: %w\n%s", ks, err, out)
-	}
-	b, jerr := os.ReadFile(jf)
-	if jerr != nil {
-		return fmt.Errorf("verify %s wrote no report (%v): %v\n%s", ks, err, jerr, out)
+	var (
+		out string
+		err error
+		b   []byte
+	)
+	for attempt := 1; ; attempt++ {
+		if err := t.waitWhole(ctx, "verify "+ks); err != nil {
+			return err
+		}
+		_ = os.Remove(jf)
+		out, err = t.cqlseqOut(ctx, "verify", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--timeout", "30s",
+			"--partition", strings.Join(ps, ","), "--acks", ackLog, "--json", jf)
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			return fmt.Errorf("verify %s: %w\n%s", ks, err, out)
+		}
+		var jerr error
+		if b, jerr = os.ReadFile(jf); jerr == nil {
+			break
+		}
+		if !storeRefused(out) || attempt == verifyAttempts {
+			return fmt.Errorf("verify %s wrote no report (%v): %v\n%s", ks, err, jerr, out)
+		}
+		why := lastLine(out)
+		t.logf("verify %s: the store refused a read, no verdict (run %d of at most %d): %s; waiting for the cluster and running it again", ks, attempt, verifyAttempts, why)
+		t.repairs = append(t.repairs, fmt.Sprintf("verify %s ran again: the store refused a read (%s)", ks, why))
 	}
 	v, perr := torture.ParseVerdict(b)
 	if perr != nil {
@@ -54,6 +77,13 @@ func (t *tort) verify(ctx context.Context, ks, ackLog string, parts int, r *row)
 		t.logf("verify %s: OK (%s)", ks, lastLine(out))
 	}
 	return nil
+}
+
+// storeRefused reports whether the output of a cqlseq verify that wrote no
+// report says the store was unavailable (a replica missing, a read
+// refused or timed out): nothing was judged.
+func storeRefused(out string) bool {
+	return strings.Contains(out, storage.ErrUnavailable.Error())
 }
 
 func lastLine(s string) string {
