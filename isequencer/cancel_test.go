@@ -73,10 +73,12 @@ func TestCleanupCancelsStorageCallInFlight(t *testing.T) {
 }
 
 // hangingReads is a hangingStorage whose ReadNumbers (not its writes)
-// hang, once hangReads is set, until CancelCalls.
+// hang, once hangReads is set, until CancelCalls; readEnded is set as a
+// hung read returns.
 type hangingReads struct {
 	*hangingStorage
 	hangReads *atomic.Bool
+	readEnded *atomic.Bool
 }
 
 func (h hangingReads) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
@@ -86,6 +88,7 @@ func (h hangingReads) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
 		default:
 		}
 		<-h.life.Done()
+		h.readEnded.Store(true)
 		return nil, h.life.Err()
 	}
 	return h.mockStorage.ReadNumbers(ws, ids)
@@ -93,9 +96,10 @@ func (h hangingReads) ReadNumbers(ws WSID, ids []SeqID) ([]Number, error) {
 
 // TestCleanupCancelsReadAheadInFlight: a ReadAhead whose read hangs does
 // not outlive cleanup: cleanup cancels it after its grace and returns only
-// once the ReadAhead call has.
+// once the ReadAhead call's storage read has (the call itself then
+// returns; its goroutine may run after cleanup's).
 func TestCleanupCancelsReadAheadInFlight(t *testing.T) {
-	st := hangingReads{newHangingStorage(), new(atomic.Bool)}
+	st := hangingReads{newHangingStorage(), new(atomic.Bool), new(atomic.Bool)}
 	s, cleanup := newTestSequencer(t, st, nil)
 	waitStart(t, s, kindApp, 1)
 	s.Flush()
@@ -114,10 +118,11 @@ func TestCleanupCancelsReadAheadInFlight(t *testing.T) {
 	cleanup()
 	took := time.Since(began)
 	t.Logf("cleanup with a read-ahead in flight took %v", took)
+	assert.True(t, st.readEnded.Load(), "cleanup returned before the ReadAhead call's read")
 	select {
 	case <-returned:
-	default:
-		t.Fatal("cleanup returned before the ReadAhead call")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ReadAhead call did not return after cleanup")
 	}
 	assert.Less(t, took, time.Second)
 	assert.Error(t, st.life.Err(), "CancelCalls was called")
