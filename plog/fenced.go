@@ -92,15 +92,27 @@ type FencedWriter struct {
 		conds       []storage.Condition
 		rows        []storage.Row
 		recs        []storage.Row
-		// inDoubt holds the encoded events of batches whose outcome was
-		// unknown, by offset, until a later batch at or past them is
-		// applied (at most maxInDoubt).
-		inDoubt map[isequencer.PLogOffset][]byte
+		// inDoubt holds, by offset, every distinct encoding the writer
+		// sent at that offset in a batch whose outcome was unknown, until
+		// a batch at or past the offset is applied; inDoubtN counts them.
+		// A found event is the writer's own if it equals any of them. At
+		// most maxInDoubtPerOffset encodings of one offset and maxInDoubt
+		// in all are kept; an encoding past either bound is not kept, and
+		// if that event is found stored later the writer takes it for
+		// another's and stops with ErrConflict: past the bounds it errs on
+		// the side of stopping, never of taking a foreign event for its
+		// own.
+		inDoubt  map[isequencer.PLogOffset][][]byte
+		inDoubtN int
 	}
 }
 
-// maxInDoubt bounds FencedWriter.mu.inDoubt.
-const maxInDoubt = 4096
+// Bounds of FencedWriter.mu.inDoubt: the encodings kept for one offset,
+// and in all.
+const (
+	maxInDoubtPerOffset = 8
+	maxInDoubt          = 4096
+)
 
 // NewFencedWriter validates o (after EnsureDefaults) and returns a
 // FencedWriter.
@@ -146,9 +158,19 @@ func (w *FencedWriter) Stopped() error {
 //   - ErrFenced: a chunk's block is fenced with another epoch. That chunk
 //     and later ones are not written; earlier chunks are. The writer is
 //     stopped: this and every later call return that error.
+//   - ErrOwnEventStored: the chunk's batch was refused, its block is fenced
+//     with the writer's epoch, and every event stored at the chunk's
+//     offsets is byte for byte one the writer sent at that offset in a
+//     batch whose outcome was unknown (the writer keeps every such
+//     encoding, within bounds, until a batch at or past the offset is
+//     applied). Nothing is written; the writer is not stopped: the caller
+//     re-reads the PLog and goes on after those events.
 //   - ErrConflict: an event is already stored at one of a chunk's offsets
-//     (in a block fenced with the writer's epoch, or in one with no fence).
-//     Nothing is overwritten; the writer is stopped as for ErrFenced.
+//     (in a block fenced with the writer's epoch, or in one with no fence)
+//     and not every event there is one of the writer's in-doubt ones (an
+//     encoding past the bounds counts as another's: the writer stops
+//     rather than take a foreign event for its own). Nothing is
+//     overwritten; the writer is stopped as for ErrFenced.
 //   - ErrCorrupt: a fence value that is not 8 bytes; the writer is
 //     stopped.
 //   - any other error (storage errors, wrapped; storage.ErrUnknownOutcome
@@ -365,25 +387,31 @@ func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKe
 	return applied[0], true, err
 }
 
-// keepInDoubtLocked remembers the encoded events of chunk (events[at:]),
-// whose batch's outcome is unknown.
+// keepInDoubtLocked adds the encoded events of chunk (events[at:]), whose
+// batch's outcome is unknown, to those kept for their offsets: an encoding
+// already kept is not added again, and none is added past the bounds
+// (maxInDoubtPerOffset, maxInDoubt).
 func (w *FencedWriter) keepInDoubtLocked(chunk []*Event, at int) {
 	if w.mu.inDoubt == nil {
-		w.mu.inDoubt = make(map[isequencer.PLogOffset][]byte)
+		w.mu.inDoubt = make(map[isequencer.PLogOffset][][]byte)
 	}
 	for i, e := range chunk {
-		if len(w.mu.inDoubt) >= maxInDoubt {
-			return
+		enc, kept := w.enc(at+i), w.mu.inDoubt[e.Offset]
+		if len(kept) >= maxInDoubtPerOffset || w.mu.inDoubtN >= maxInDoubt ||
+			slices.ContainsFunc(kept, func(k []byte) bool { return bytes.Equal(k, enc) }) {
+			continue
 		}
-		w.mu.inDoubt[e.Offset] = bytes.Clone(w.enc(at + i))
+		w.mu.inDoubt[e.Offset] = append(kept, bytes.Clone(enc))
+		w.mu.inDoubtN++
 	}
 }
 
-// dropInDoubtLocked forgets the in-doubt events at or below last: a batch
-// up to last was applied, so those offsets are settled.
+// dropInDoubtLocked forgets the in-doubt encodings at offsets at or below
+// last: a batch up to last was applied, so those offsets are settled.
 func (w *FencedWriter) dropInDoubtLocked(last isequencer.PLogOffset) {
-	for off := range w.mu.inDoubt {
+	for off, kept := range w.mu.inDoubt {
 		if off <= last {
+			w.mu.inDoubtN -= len(kept)
 			delete(w.mu.inDoubt, off)
 		}
 	}
@@ -399,16 +427,17 @@ func (w *FencedWriter) readEvents(ctx context.Context, chunk []*Event, pKey []by
 }
 
 // ownEventsLocked reports whether every event stored (read by readEvents
-// at chunk's offsets; at least one) is, byte for byte, one this writer
-// wrote in a batch whose outcome was unknown.
+// at chunk's offsets; at least one) is, byte for byte, one of the in-doubt
+// encodings kept for its offset: one this writer sent there in a batch
+// whose outcome was unknown.
 func (w *FencedWriter) ownEventsLocked(chunk []*Event, stored []storage.GetItem) bool {
 	found := false
 	for i, it := range stored {
 		if !it.Ok {
 			continue
 		}
-		mine, ok := w.mu.inDoubt[chunk[i].Offset]
-		if !ok || !bytes.Equal(mine, it.Value) {
+		mine := func(k []byte) bool { return bytes.Equal(k, it.Value) }
+		if !slices.ContainsFunc(w.mu.inDoubt[chunk[i].Offset], mine) {
 			return false
 		}
 		found = true
