@@ -149,18 +149,19 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	fenced := o.Mode == plog.ModeFenced
-	owned, versions, err := takeOver(ctx, o)
+	own, err := takeOver(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	var epoch uint64 // the fenced mode's: its number cells and fences
+	versions := own.Owner.Versions()
+	var epoch uint64 // the fenced mode's: its fences
 	if fenced {
-		epoch = owned
+		epoch = own.Owner.Epoch()
 	}
 	ss, err := seqstorage.New(seqstorage.Options{
 		Storage: o.Storage, App: o.App, Partition: o.Partition,
 		Reader: reader, Timeout: o.StorageTimeout, MinAccepted: o.MinAccepted,
-		Epoch: epoch, Versions: versions,
+		Owner: own.Owner, EpochCells: fenced,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

@@ -31,9 +31,12 @@ func hungSequencer(tb testing.TB, rules ...faulty.Rule) (seq isequencer.ISequenc
 	tb.Helper()
 	inner := mem.New(mem.Options{})
 	tb.Cleanup(func() { _ = inner.Close() })
-	st, err := faulty.New(inner, faulty.Options{Rules: rules})
+	st, err := faulty.New(inner, faulty.Options{})
 	require.NoError(tb, err)
-	s, err = New(Options{Storage: st, App: app, Partition: part, Timeout: outageTimeout})
+	own, err := TakeOver(context.Background(), TakeOverOptions{Storage: st, App: app, Partition: part})
+	require.NoError(tb, err)
+	require.NoError(tb, st.SetRules(rules...))
+	s, err = New(Options{Storage: st, App: app, Partition: part, Timeout: outageTimeout, Owner: own.Owner})
 	require.NoError(tb, err)
 	seq, cleanup, err = isequencer.New(&isequencer.Params{
 		SeqTypes:   map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{1: {1: 1}},

@@ -2,6 +2,7 @@ package seqstorage
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,25 +15,18 @@ import (
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
-// TestFencedLateWriteCannotLower: a deposed owner's late flush of smaller
-// numbers does not lower what the new owner reads in fenced mode; in the
-// seed's layout it does (the bug fenced mode prevents).
-func TestFencedLateWriteCannotLower(t *testing.T) {
+// TestLateWriteCannotLower: a deposed owner's late flush of smaller
+// numbers and of a smaller offset lowers nothing the new owner wrote or
+// reads, in fenced mode (epoch cells) and in the trust modes (seed cells),
+// since every owner writes with the versions of its own epoch.
+func TestLateWriteCannotLower(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
-		for _, tc := range []struct {
-			name             string
-			epochA, epochB   uint64
-			wantAfterLate    isequencer.Number
-			wantOtherSeqLate isequencer.Number
-		}{
-			{"fenced", 1, 2, 150, 7},
-			{"seed layout", 0, 0, 90, 7},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
+		for i, epochCells := range []bool{true, false} {
+			t.Run(fmt.Sprintf("epoch cells %v", epochCells), func(t *testing.T) {
 				// Each case its own app, so that the cases share no rows.
-				o := Options{Storage: st, App: app + isequencer.ClusterAppID(tc.epochA) + 10, Partition: part}
+				o := Options{Storage: st, App: app + isequencer.ClusterAppID(i) + 10, Partition: part, EpochCells: epochCells}
 				oA, oB := o, o
-				oA.Epoch, oB.Epoch = tc.epochA, tc.epochB
+				oA.Owner, oB.Owner = takeOver(t, st, o.App), takeOver(t, st, o.App)
 				a, err := New(oA)
 				require.NoError(t, err)
 				b, err := New(oB)
@@ -48,13 +42,21 @@ func TestFencedLateWriteCannotLower(t *testing.T) {
 				require.NoError(t, a.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(1, 1), Value: 90}}, 5))
 				nums, err = b.ReadNumbers(1, []isequencer.SeqID{1, 2})
 				require.NoError(t, err)
-				assert.Equal(t, []isequencer.Number{tc.wantAfterLate, tc.wantOtherSeqLate}, nums)
+				assert.Equal(t, []isequencer.Number{150, 7}, nums)
 				off, err := b.ReadNextPLogOffset()
 				require.NoError(t, err)
-				assert.Equal(t, isequencer.PLogOffset(5), off, "the late offset write lowers the stored offset: a longer replay, never a wrong one")
+				assert.Equal(t, isequencer.PLogOffset(20), off, "the deposed owner's late offset write replaced the new owner's")
 			})
 		}
 	})
+}
+
+// takeOver takes partition part of app over in st.
+func takeOver(t *testing.T, st storage.Storage, app isequencer.ClusterAppID) *vvmadapter.Owner {
+	t.Helper()
+	own, err := TakeOver(context.Background(), TakeOverOptions{Storage: st, App: app, Partition: part})
+	require.NoError(t, err)
+	return own.Owner
 }
 
 // TestFencedReadsSeedCells: a partition that moves from the seed's layout
@@ -64,7 +66,7 @@ func TestFencedReadsSeedCells(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		seed := newStorage(t, Options{Storage: st})
 		require.NoError(t, seed.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(3, 1), Value: 200}, {Key: key(3, 2), Value: 5}}, 9))
-		f := newStorage(t, Options{Storage: st, Epoch: 4})
+		f := newStorage(t, Options{Storage: st, EpochCells: true})
 		nums, err := f.ReadNumbers(3, []isequencer.SeqID{1, 2})
 		require.NoError(t, err)
 		assert.Equal(t, []isequencer.Number{200, 5}, nums)
@@ -75,9 +77,9 @@ func TestFencedReadsSeedCells(t *testing.T) {
 		assert.Equal(t, []isequencer.Number{200, 6}, nums)
 
 		ctx := context.Background()
-		v, ok, err := st.Get(ctx, vvmadapter.WSKey(app, 3), vvmadapter.WSEpochCCols(2, 4))
+		v, ok, err := st.Get(ctx, vvmadapter.WSKey(app, 3), vvmadapter.WSEpochCCols(2, f.o.Owner.Epoch()))
 		require.NoError(t, err)
-		require.True(t, ok, "epoch 4's cell")
+		require.True(t, ok, "the fenced owner's epoch cell")
 		assert.Equal(t, vvmadapter.EncodeU64(6), v)
 		v, _, _ = st.Get(ctx, vvmadapter.WSKey(app, 3), vvmadapter.SeqCCols(2))
 		assert.Equal(t, vvmadapter.EncodeU64(5), v, "the seed cell is left as it was")
@@ -92,17 +94,17 @@ func TestFencedReadsSeedCells(t *testing.T) {
 func TestReadNumbersOneRead(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, inner storage.Storage) {
 		st := drivertest.NewCounting(inner)
-		for _, epoch := range []uint64{0, 1} {
-			s := newStorage(t, Options{Storage: st, Epoch: epoch})
+		for _, epochCells := range []bool{false, true} {
+			s := newStorage(t, Options{Storage: st, EpochCells: epochCells})
 			st.Reset()
 			_, err := s.ReadNumbers(1, []isequencer.SeqID{1, 2, 3})
 			require.NoError(t, err)
-			assert.Equal(t, [2]int64{1, 0}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "epoch %d: one Read", epoch)
+			assert.Equal(t, [2]int64{1, 0}, [2]int64{st.Calls(faulty.OpRead), st.Calls(faulty.OpGetBatch)}, "epoch cells %v: one Read", epochCells)
 		}
 	})
 }
 
-// TestTrustReadsEpochCells: a trust-mode storage (Epoch 0) opened after
+// TestTrustReadsEpochCells: a trust-mode storage (seed cells) opened after
 // fenced use reads the numbers the fenced owners wrote to their epoch
 // cells (before the fix it read only the seed cells and the sequencer
 // issued those numbers again), and a later fenced owner reads the seed
@@ -111,7 +113,7 @@ func TestTrustReadsEpochCells(t *testing.T) {
 	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
 		trust := newStorage(t, Options{Storage: st})
 		require.NoError(t, trust.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 1), Value: 10}, {Key: key(5, 2), Value: 3}}, 4))
-		fenced := newStorage(t, Options{Storage: st, Epoch: 2})
+		fenced := newStorage(t, Options{Storage: st, EpochCells: true})
 		require.NoError(t, fenced.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 1), Value: 1247}}, 1250))
 
 		nums, err := newStorage(t, Options{Storage: st}).ReadNumbers(5, []isequencer.SeqID{1, 2})
@@ -119,7 +121,7 @@ func TestTrustReadsEpochCells(t *testing.T) {
 		assert.Equal(t, []isequencer.Number{1247, 3}, nums, "trust after fenced: the epoch cell's 1247, not the seed cell's 10")
 
 		require.NoError(t, trust.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(5, 1), Value: 1300}}, 1260))
-		nums, err = newStorage(t, Options{Storage: st, Epoch: 3}).ReadNumbers(5, []isequencer.SeqID{1, 2})
+		nums, err = newStorage(t, Options{Storage: st, EpochCells: true}).ReadNumbers(5, []isequencer.SeqID{1, 2})
 		require.NoError(t, err)
 		assert.Equal(t, []isequencer.Number{1300, 3}, nums, "fenced after trust: the seed cell's 1300")
 	})

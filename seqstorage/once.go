@@ -47,7 +47,10 @@ type Actualized struct {
 // initial gives the workspaces' SeqIDs with their initial values (a SeqID
 // not in it starts at 1). With write, it stores the actualized numbers and
 // the next offset with WriteValuesAndNextPLogOffset, so that a sequencer
-// opened afterwards starts from them; without, it writes nothing.
+// opened afterwards starts from them; without, it writes nothing. Writing
+// needs Options.Owner, taken before the call (TakeOver), so that the
+// replay starts after the takeover: with write and no Owner it returns an
+// error wrapping ErrNotOwner and reads nothing.
 //
 // The stored numbers are read while the replay goes on: a workspace's
 // read is queued when an event first names it, and up to
@@ -58,6 +61,9 @@ type Actualized struct {
 // batch of them, not per workspace. The first failed read ends the replay
 // and is returned; a failed replay ends the reads.
 func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, write bool) (*Actualized, error) {
+	if write && s.o.Owner == nil {
+		return nil, fmt.Errorf("%w: app %d partition %d: actualizing with write", ErrNotOwner, s.o.App, s.o.Partition)
+	}
 	stored, err := s.ReadNextPLogOffset()
 	if err != nil {
 		return nil, err

@@ -35,6 +35,10 @@ var (
 	// ErrCanceled wraps the error of every call that CancelCalls ended or
 	// that came after it.
 	ErrCanceled = errors.New("seqstorage: calls cancelled")
+
+	// ErrNotOwner: a write of a Storage without an Owner (Options.Owner),
+	// which only reads.
+	ErrNotOwner = errors.New("seqstorage: not the partition's owner: this Storage only reads")
 )
 
 // DefaultTimeout bounds each ISeqStorage call when Options.Timeout is 0.
@@ -79,27 +83,23 @@ type Options struct {
 	// workspace (see there). Default DefaultWriteWorkers.
 	WriteWorkers int
 
-	// Epoch is the partition owner's epoch in fenced mode
-	// (vvmadapter.Adapter.NextEpoch). 0, the default, is the trust modes:
-	// numbers are written to their seed cells (the seed's layout). Above 0,
-	// WriteValuesAndNextPLogOffset writes the numbers to this epoch's cells,
-	// so that a deposed owner's late write of smaller numbers cannot lower
-	// what a later owner reads. ReadNumbers reads the same way in every
-	// mode: per SeqID, the maximum over the seed cell and every epoch's cell
-	// (one Read of the workspace partition). A partition may change modes
-	// between opens (trust to fenced and back, in any order) without
-	// issuing a number twice; two owners in different modes at the same
-	// time are not supported.
-	Epoch uint64
+	// Owner is the partition's owner (TakeOver, vvmadapter.Adapter.TakeOver),
+	// for a Storage that writes: WriteValuesAndNextPLogOffset and
+	// ActualizeOnce with write write through it, every write carrying a
+	// version of its epoch. nil: a Storage that only reads; its writes fail
+	// with ErrNotOwner. Its App and Partition must be App and Partition.
+	Owner *vvmadapter.Owner
 
-	// Versions are the partition owner's write versions (of the epoch its
-	// Open took, in every mode): WriteValuesAndNextPLogOffset stamps every
-	// write with one, so that a later owner's numbers and offset replace an
-	// earlier owner's whatever the order in which the writes arrive and
-	// whatever the clocks of their machines say (storage.Row). nil: the
-	// writes are unversioned, for a store that has no other owner (a tool
-	// run alone); an unversioned write does not replace a versioned cell.
-	Versions *storage.Versions
+	// EpochCells, the fenced mode's, writes the numbers to the owner's epoch
+	// cells (vvmadapter.Owner.PutEpochNumbers), so that a deposed owner's
+	// late write of smaller numbers cannot lower what a later owner reads;
+	// else to the seed cells (the trust modes', the reference layout).
+	// ReadNumbers reads the same way in every mode: per SeqID, the maximum
+	// over the seed cell and every epoch's cell (one Read of the workspace
+	// partition). A partition may change modes between opens (trust to
+	// fenced and back, in any order) without issuing a number twice; two
+	// owners in different modes at the same time are not supported.
+	EpochCells bool
 }
 
 // EnsureDefaults sets zero fields to their defaults.
@@ -124,6 +124,13 @@ func (o *Options) Validate() error {
 	}
 	if o.WriteWorkers < 1 {
 		errs = append(errs, fmt.Errorf("%w: WriteWorkers %d, must be >= 1", ErrInvalidOptions, o.WriteWorkers))
+	}
+	if o.Owner != nil && (o.Owner.App() != o.App || o.Owner.Partition() != o.Partition) {
+		errs = append(errs, fmt.Errorf("%w: Owner of app %d partition %d, for app %d partition %d",
+			ErrInvalidOptions, o.Owner.App(), o.Owner.Partition(), o.App, o.Partition))
+	}
+	if o.EpochCells && o.Owner == nil {
+		errs = append(errs, fmt.Errorf("%w: EpochCells without an Owner", ErrInvalidOptions))
 	}
 	return errors.Join(errs...)
 }
@@ -162,7 +169,7 @@ func New(o Options) (*Storage, error) {
 		return nil, err
 	}
 	_, oneCall := storage.AsMultiApplier(o.Storage)
-	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App).WithVersions(o.Versions), reader: o.Reader, oneCall: oneCall}
+	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader, oneCall: oneCall}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {
 		r, err := plog.NewReader(o.Storage, plog.ReaderOptions{PageTimeout: o.Timeout})
@@ -205,7 +212,7 @@ func (s *Storage) wrap(err error) error {
 
 // ReadNumbers implements isequencer.ISeqStorage with one partition read of
 // the workspace: per SeqID the largest number of any cell, whichever mode
-// wrote it (see Options.Epoch).
+// wrote it (see Options.EpochCells).
 func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
 	ctx, cancel := s.call()
 	defer cancel()
@@ -243,9 +250,11 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 }
 
 // WriteValuesAndNextPLogOffset implements isequencer.ISeqStorage: the
-// values (to Options.Epoch's cells), then, only if every one of them was
-// written, the offset (a plain write in every mode). The timeout bounds
-// the whole call.
+// values (to the Owner's epoch cells with Options.EpochCells, else to the
+// seed cells), then, only if every one of them was written, the offset (a
+// plain write in every mode), every write with a version of the Owner's
+// epoch. The timeout bounds the whole call. Without an Owner it writes
+// nothing and returns an error wrapping ErrNotOwner.
 //
 // The values are written with one PutBatch per workspace (one storage
 // partition each), up to Options.WriteWorkers at a time, so that a
@@ -257,12 +266,15 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 // PutBatch is one local transaction, the values are written with one
 // PutBatch and a failure names no durable value.
 func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next isequencer.PLogOffset) error {
+	if s.o.Owner == nil {
+		return fmt.Errorf("%w: app %d partition %d: writing %d numbers and next PLog offset %d", ErrNotOwner, s.o.App, s.o.Partition, len(batch), next)
+	}
 	ctx, cancel := s.call()
 	defer cancel()
 	if err := s.writeNumbers(ctx, batch); err != nil {
 		return s.wrap(err)
 	}
-	if err := s.ad.PutPLogOffset(ctx, s.o.Partition, next); err != nil {
+	if err := s.o.Owner.PutPLogOffset(ctx, next); err != nil {
 		return s.wrap(&isequencer.PartialWriteError{Err: fmt.Errorf("seqstorage: app %d: %w", s.o.App, err)})
 	}
 	return nil
@@ -291,7 +303,7 @@ func (s *Storage) writeNumbers(ctx context.Context, batch []isequencer.SeqValue)
 		groups[len(groups)-1][1] = i + 1
 	}
 	if s.oneCall || len(groups) == 1 {
-		if err := s.ad.PutNumbersEpoch(ctx, s.o.Epoch, batch); err != nil {
+		if err := s.putNumbers(ctx, batch); err != nil {
 			return fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err)
 		}
 		return nil
@@ -305,7 +317,7 @@ func (s *Storage) writeNumbers(ctx context.Context, batch []isequencer.SeqValue)
 	eg.SetLimit(s.o.WriteWorkers)
 	for g, r := range groups {
 		eg.Go(func() error {
-			errs[g] = s.ad.PutNumbersEpoch(ctx, s.o.Epoch, values[r[0]:r[1]])
+			errs[g] = s.putNumbers(ctx, values[r[0]:r[1]])
 			return nil // every workspace is tried: errs names the failed ones
 		})
 	}
@@ -329,6 +341,15 @@ func (s *Storage) writeNumbers(ctx context.Context, batch []isequencer.SeqValue)
 	slices.Sort(failed)
 	return &isequencer.PartialWriteError{Failed: failed,
 		Err: fmt.Errorf("seqstorage: app %d partition %d: %d of %d workspaces not written (first: %w)", s.o.App, s.o.Partition, nFailed, len(groups), first)}
+}
+
+// putNumbers writes values through the Owner, to the cells of
+// Options.EpochCells.
+func (s *Storage) putNumbers(ctx context.Context, values []isequencer.SeqValue) error {
+	if s.o.EpochCells {
+		return s.o.Owner.PutEpochNumbers(ctx, values)
+	}
+	return s.o.Owner.PutNumbers(ctx, values)
 }
 
 // ActualizeSequencesFromPLog implements isequencer.ISeqStorage. It pages

@@ -27,9 +27,14 @@ const (
 	part isequencer.PartitionID  = 3
 )
 
+// newStorage returns a Storage of app's partition part over o, which
+// takes the partition over (a new Owner) unless o.Owner is set.
 func newStorage(t *testing.T, o Options) *Storage {
 	t.Helper()
 	o.App, o.Partition = app, part
+	if o.Owner == nil {
+		o.Owner = takeOver(t, o.Storage, app)
+	}
 	s, err := New(o)
 	require.NoError(t, err)
 	return s

@@ -8,6 +8,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog/voedger"
 	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // VoedgerOptions configure a Storage that takes over a partition of a
@@ -33,6 +34,14 @@ type VoedgerOptions struct {
 
 	// OpaqueCorrupted as voedger.ReaderOptions.OpaqueCorrupted.
 	OpaqueCorrupted bool
+
+	// Owner as Options.Owner: the partition's owner in Seq (TakeOver,
+	// without FencePLog: Voedger's PLog has no fences), for a Storage that
+	// writes; nil, one that only reads. Its versioned writes order above
+	// every unversioned one: once a partition's numbers are written
+	// through it, a Voedger VVM's own (unversioned) writes of them no
+	// longer replace them, so the partition must not go back to Voedger.
+	Owner *vvmadapter.Owner
 }
 
 // NewVoedger validates o and returns a Storage for a sequencer whose
@@ -70,5 +79,6 @@ func NewVoedger(o VoedgerOptions) (*Storage, error) {
 		Reader:      r.SeqReader(),
 		Timeout:     o.Timeout,
 		MinAccepted: voedger.MinAccepted(),
+		Owner:       o.Owner,
 	})
 }

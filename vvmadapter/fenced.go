@@ -96,22 +96,3 @@ func (a *Adapter) NextEpoch(ctx context.Context, part isequencer.PartitionID) (u
 	}
 	return 0, fmt.Errorf("%w: partition %d: %d attempts (last: %v)", ErrEpochContended, part, MaxNextEpochTries, lastErr)
 }
-
-// PutNumbersEpoch writes values to their number cells of epoch with one
-// PutBatch; epoch 0 writes the seed cells (PutNumbers).
-func (a *Adapter) PutNumbersEpoch(ctx context.Context, epoch uint64, values []isequencer.SeqValue) error {
-	if epoch == 0 {
-		return a.PutNumbers(ctx, values)
-	}
-	if len(values) == 0 {
-		return nil
-	}
-	rows := make([]storage.Row, len(values))
-	for i, v := range values {
-		rows[i] = storage.Row{PKey: WSKey(a.app, v.Key.WSID), CCols: WSEpochCCols(v.Key.SeqID, epoch), Value: EncodeU64(uint64(v.Value))}
-	}
-	if err := a.put(ctx, rows); err != nil {
-		return fmt.Errorf("vvmadapter: writing %d numbers of epoch %d: %w", len(values), epoch, err)
-	}
-	return nil
-}

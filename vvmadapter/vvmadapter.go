@@ -24,12 +24,14 @@
 // being issued twice: a trust-mode owner after a fenced one sees the epoch
 // cells, a fenced owner after a trust-mode one sees the seed cell.
 //
-// Ownership: every owner of a partition, in every mode, takes a new epoch
-// with NextEpoch (a compare-and-swap) and writes numbers and the offset
-// with versions of that epoch (WithVersions, storage.Versions): of two
-// owners' writes of one cell the later owner's stays, whatever their order
-// of arrival and whatever the two machines' clocks say, and an owner's
-// later writes replace its earlier ones.
+// Ownership: every writer of a partition's numbers or next PLog offset is
+// an owner of that partition. The only way to write them is an Owner, which
+// Adapter.TakeOver returns after taking a new epoch with NextEpoch (a
+// compare-and-swap); every write of an Owner carries a version of its
+// epoch (storage.Versions): of two owners' writes of one cell the later
+// owner's stays, whatever their order of arrival and whatever the two
+// machines' clocks say, and an owner's later writes replace its earlier
+// ones.
 //
 // Fencing: this package holds the ownership epoch and the per-epoch number
 // cells.
@@ -99,52 +101,48 @@ func DecodeU64(b []byte, what string) (uint64, error) {
 	return binary.BigEndian.Uint64(b), nil
 }
 
-// Adapter reads and writes one application's sequencer state.
+// Adapter reads one application's sequencer state, takes its partitions
+// over (TakeOver, NextEpoch) and claims its layout. It writes no number and
+// no next PLog offset: only an Owner, which TakeOver returns, does.
 type Adapter struct {
-	st       storage.Storage
-	app      isequencer.ClusterAppID
-	versions *storage.Versions // nil: unversioned writes
+	st  storage.Storage
+	app isequencer.ClusterAppID
 }
 
-// New returns an Adapter over st for app. Its writes are unversioned
-// (storage.Row.Version 0): for tools and tests; an owner writes through
-// WithVersions.
+// New returns an Adapter over st for app.
 func New(st storage.Storage, app isequencer.ClusterAppID) *Adapter {
 	return &Adapter{st: st, app: app}
 }
 
-// WithVersions returns an Adapter like a whose number and offset writes
-// carry the owner's versions, one per call: a later owner's writes then
-// replace an earlier owner's whatever their order of arrival, and an
-// earlier owner's late write replaces nothing (see storage.Row). Every
-// owner of a partition writes with versions of an epoch from NextEpoch.
-func (a *Adapter) WithVersions(v *storage.Versions) *Adapter {
-	c := *a
-	c.versions = v
-	return &c
-}
-
-// put writes rows with one PutBatch, stamped with a new version.
-func (a *Adapter) put(ctx context.Context, rows []storage.Row) error {
-	if err := a.versions.Stamp(rows); err != nil {
+// putNumbers writes values to their number cells of epoch (0: the seed
+// cells) with one PutBatch stamped with one version of v (nil:
+// unversioned, for this package's tests only).
+func (a *Adapter) putNumbers(ctx context.Context, epoch uint64, v *storage.Versions, values []isequencer.SeqValue) error {
+	if len(values) == 0 {
+		return nil
+	}
+	rows := make([]storage.Row, len(values))
+	for i, n := range values {
+		cc := SeqCCols(n.Key.SeqID)
+		if epoch > 0 {
+			cc = WSEpochCCols(n.Key.SeqID, epoch)
+		}
+		rows[i] = storage.Row{PKey: WSKey(a.app, n.Key.WSID), CCols: cc, Value: EncodeU64(uint64(n.Value))}
+	}
+	if err := v.Stamp(rows); err != nil {
 		return err
 	}
 	return a.st.PutBatch(ctx, rows)
 }
 
-// PutNumbers writes values to their seed cells with one PutBatch.
-func (a *Adapter) PutNumbers(ctx context.Context, values []isequencer.SeqValue) error {
-	if len(values) == 0 {
-		return nil
+// putPLogOffset writes a partition's next PLog offset stamped with one
+// version of v (nil: unversioned, for this package's tests only).
+func (a *Adapter) putPLogOffset(ctx context.Context, v *storage.Versions, part isequencer.PartitionID, off isequencer.PLogOffset) error {
+	rows := []storage.Row{{PKey: PartKey(a.app, part), CCols: PartCCols(PLogOffsetCC), Value: EncodeU64(uint64(off))}}
+	if err := v.Stamp(rows); err != nil {
+		return err
 	}
-	rows := make([]storage.Row, len(values))
-	for i, v := range values {
-		rows[i] = storage.Row{PKey: WSKey(a.app, v.Key.WSID), CCols: SeqCCols(v.Key.SeqID), Value: EncodeU64(uint64(v.Value))}
-	}
-	if err := a.put(ctx, rows); err != nil {
-		return fmt.Errorf("vvmadapter: writing %d numbers: %w", len(values), err)
-	}
-	return nil
+	return a.st.PutBatch(ctx, rows)
 }
 
 // GetPLogOffset reads a partition's stored next PLog offset.
@@ -158,12 +156,4 @@ func (a *Adapter) GetPLogOffset(ctx context.Context, part isequencer.PartitionID
 	}
 	v, err := DecodeU64(b, fmt.Sprintf("next PLog offset of partition %d", part))
 	return isequencer.PLogOffset(v), err == nil, err
-}
-
-// PutPLogOffset writes a partition's next PLog offset.
-func (a *Adapter) PutPLogOffset(ctx context.Context, part isequencer.PartitionID, off isequencer.PLogOffset) error {
-	if err := a.put(ctx, []storage.Row{{PKey: PartKey(a.app, part), CCols: PartCCols(PLogOffsetCC), Value: EncodeU64(uint64(off))}}); err != nil {
-		return fmt.Errorf("vvmadapter: writing next PLog offset %d of partition %d: %w", off, part, err)
-	}
-	return nil
 }

@@ -43,11 +43,11 @@ func TestAdapterRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 
-	require.NoError(t, a.PutNumbers(ctx, []isequencer.SeqValue{
+	require.NoError(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{
 		{Key: isequencer.NumberKey{WSID: 1, SeqID: 2}, Value: 200},
 		{Key: isequencer.NumberKey{WSID: 2, SeqID: 2}, Value: 300},
 	}))
-	require.NoError(t, a.PutPLogOffset(ctx, 1, 42))
+	require.NoError(t, a.putPLogOffset(ctx, nil, 1, 42))
 	require.NoError(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1, 2, 3}, dst))
 	assert.Equal(t, []isequencer.Number{0, 200, 0}, dst)
 	off, ok, err := a.GetPLogOffset(ctx, 1)
@@ -74,10 +74,10 @@ func TestStoredRows(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	a := New(st, 0x0A0B0C0D)
-	require.NoError(t, a.PutNumbers(ctx, []isequencer.SeqValue{
+	require.NoError(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{
 		{Key: isequencer.NumberKey{WSID: 0x0102030405060708, SeqID: 0x0304}, Value: 0xF1F2F3F4F5F6F7F8},
 	}))
-	require.NoError(t, a.PutPLogOffset(ctx, 0xBEEF, 0x1122))
+	require.NoError(t, a.putPLogOffset(ctx, nil, 0xBEEF, 0x1122))
 
 	type kv struct{ c, v string }
 	read := func(pKey string) (got []kv) {
@@ -111,8 +111,8 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, st.Close())
 	_, _, err = a.GetPLogOffset(ctx, 3)
 	require.ErrorIs(t, err, storage.ErrClosed)
-	require.ErrorIs(t, a.PutPLogOffset(ctx, 3, 1), storage.ErrClosed)
-	require.ErrorIs(t, a.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 1, SeqID: 1}, Value: 1}}), storage.ErrClosed)
+	require.ErrorIs(t, a.putPLogOffset(ctx, nil, 3, 1), storage.ErrClosed)
+	require.ErrorIs(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 1, SeqID: 1}, Value: 1}}), storage.ErrClosed)
 	require.ErrorIs(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1}, make([]isequencer.Number, 1)), storage.ErrClosed)
 }
 

@@ -108,12 +108,9 @@ func StoredOffset(t testing.TB, st storage.Storage, part isequencer.PartitionID)
 func RewindOffset(t testing.TB, st storage.Storage, part isequencer.PartitionID, off isequencer.PLogOffset) {
 	t.Helper()
 	ctx := context.Background()
-	a := vvmadapter.New(st, App)
-	epoch, err := a.NextEpoch(ctx, part)
+	owner, err := vvmadapter.New(st, App).TakeOver(ctx, part)
 	require.NoError(t, err)
-	v, err := storage.NewVersions(epoch)
-	require.NoError(t, err)
-	require.NoError(t, a.WithVersions(v).PutPLogOffset(ctx, part, off))
+	require.NoError(t, owner.PutPLogOffset(ctx, off))
 	require.Equal(t, off, StoredOffset(t, st, part))
 }
 

@@ -185,9 +185,10 @@ func TestVerifyCatchesPlantedDuplicate(t *testing.T) {
 			e := plog.Event{Offset: off + 1, WSID: 77, WSKind: 1, Numbers: []plog.SeqNumber{{SeqID: 1, Number: 5 + isequencer.Number(off/2)}}}
 			require.NoError(t, w.Write(ctx, &e)) // numbers 5, 5, 6
 		}
-		ad := vvmadapter.New(st, 9)
-		require.NoError(t, ad.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 77, SeqID: 1}, Value: 6}}))
-		require.NoError(t, ad.PutPLogOffset(ctx, 3, 4))
+		owner, err := vvmadapter.New(st, 9).TakeOver(ctx, 3)
+		require.NoError(t, err)
+		require.NoError(t, owner.PutNumbers(ctx, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 77, SeqID: 1}, Value: 6}}))
+		require.NoError(t, owner.PutPLogOffset(ctx, 4))
 	}()
 	r := itest.RunCLI(t, args([]string{"verify", "--app", "9", "--partition", "3"}, storeFlags(ks))...)
 	assert.Equal(t, 1, r.Code)

@@ -1,6 +1,7 @@
 package fencing
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 
@@ -97,12 +98,14 @@ func TestLateNumbersCannotLower(t *testing.T) {
 	itest.NoLeaks(t)
 	stA, stB := open(t), open(t)
 	p := part()
-	newStorage := func(st *cql.Store, epoch uint64) *seqstorage.Storage {
-		s, err := seqstorage.New(seqstorage.Options{Storage: st, App: plogtest.App, Partition: p, Epoch: epoch})
+	newStorage := func(st *cql.Store) *seqstorage.Storage {
+		own, err := seqstorage.TakeOver(context.Background(), seqstorage.TakeOverOptions{Storage: st, App: plogtest.App, Partition: p})
+		require.NoError(t, err)
+		s, err := seqstorage.New(seqstorage.Options{Storage: st, App: plogtest.App, Partition: p, Owner: own.Owner, EpochCells: true})
 		require.NoError(t, err)
 		return s
 	}
-	a, b := newStorage(stA, 1), newStorage(stB, 2)
+	a, b := newStorage(stA), newStorage(stB)
 	key := isequencer.NumberKey{WSID: 1, SeqID: 1}
 	require.NoError(t, a.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key, Value: 100}}, 10))
 	require.NoError(t, b.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key, Value: 150}}, 20))
@@ -110,4 +113,7 @@ func TestLateNumbersCannotLower(t *testing.T) {
 	nums, err := b.ReadNumbers(1, []isequencer.SeqID{1})
 	require.NoError(t, err)
 	assert.Equal(t, []isequencer.Number{150}, nums)
+	off, err := b.ReadNextPLogOffset()
+	require.NoError(t, err)
+	assert.Equal(t, isequencer.PLogOffset(20), off, "the deposed owner's late offset write replaced the next owner's")
 }

@@ -104,8 +104,9 @@ func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) 
 	ctx := context.Background()
 	o1, o2 := OwnerOf(part, 1), OwnerOf(part, 2)
 	vvm := vvmadapter.New(st, App)
-	eA, err := vvm.NextEpoch(ctx, part)
+	ownerA, err := vvm.TakeOver(ctx, part)
 	require.NoError(t, err)
+	eA := ownerA.Epoch()
 	n, err := plog.Sweep(ctx, st, part, 0, eA)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "a fresh partition: the first (empty) block is fenced")
@@ -114,7 +115,7 @@ func SecondOwner(t *testing.T, st storage.Storage, part isequencer.PartitionID) 
 	a := NewWriter(t, recA, part, eA, 0, 0)
 	require.NoError(t, a.WriteGroup(ctx, Group(o1, 1, 10)))
 	require.NoError(t, a.WriteGroup(ctx, Group(o1, 11, 10)))
-	require.NoError(t, vvm.PutPLogOffset(ctx, part, 21))
+	require.NoError(t, ownerA.PutPLogOffset(ctx, 21))
 
 	eB, err := vvm.NextEpoch(ctx, part)
 	require.NoError(t, err)
@@ -397,8 +398,9 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 	ctx := context.Background()
 	o1, o2 := OwnerOf(part, 1), OwnerOf(part, 2)
 	vvmA, vvmB := vvmadapter.New(stA, App), vvmadapter.New(stB, App)
-	eA, err := vvmA.NextEpoch(ctx, part)
+	ownerA, err := vvmA.TakeOver(ctx, part)
 	require.NoError(t, err)
+	eA := ownerA.Epoch()
 	_, err = plog.Sweep(ctx, stA, part, 0, eA)
 	require.NoError(t, err)
 
@@ -432,7 +434,7 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 				}
 				next += isequencer.PLogOffset(n)
 				if g%5 == 0 {
-					if err := vvmA.PutPLogOffset(ctx, part, next); err != nil {
+					if err := ownerA.PutPLogOffset(ctx, next); err != nil {
 						aErr = err
 					}
 				}

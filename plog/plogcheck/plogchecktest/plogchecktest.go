@@ -27,7 +27,8 @@ type Planted struct {
 	Stored     []isequencer.SeqValue // App's stored numbers
 }
 
-// Write writes p to st.
+// Write writes p to st: the events, then the stored numbers and offset
+// (if any) as the owner of a new epoch of the partition writes them.
 func (p Planted) Write(t testing.TB, st storage.Storage) {
 	t.Helper()
 	ctx := context.Background()
@@ -36,10 +37,15 @@ func (p Planted) Write(t testing.TB, st storage.Storage) {
 	for i := range p.Events {
 		require.NoError(t, w.Write(ctx, &p.Events[i]))
 	}
-	ad := vvmadapter.New(st, App)
-	require.NoError(t, ad.PutNumbers(ctx, p.Stored))
+	if len(p.Stored) == 0 && p.StoredNext == 0 {
+		return
+	}
+	// Written as an owner writes them (its epoch's versions).
+	owner, err := vvmadapter.New(st, App).TakeOver(ctx, p.Partition)
+	require.NoError(t, err)
+	require.NoError(t, owner.PutNumbers(ctx, p.Stored))
 	if p.StoredNext > 0 {
-		require.NoError(t, ad.PutPLogOffset(ctx, p.Partition, p.StoredNext))
+		require.NoError(t, owner.PutPLogOffset(ctx, p.StoredNext))
 	}
 }
 

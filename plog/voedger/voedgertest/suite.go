@@ -284,9 +284,17 @@ func (g *Golden) ExpectedRows() []Row {
 	return out
 }
 
-func newVoedger(t *testing.T, g *Golden, plogSt, seqSt storage.Storage, part uint16) *seqstorage.Storage {
+// newVoedger returns seqstorage.NewVoedger's Storage of partition part;
+// with write, it takes the partition over first (its Owner writes).
+func newVoedger(t *testing.T, g *Golden, plogSt, seqSt storage.Storage, part uint16, write bool) *seqstorage.Storage {
 	t.Helper()
-	s, err := seqstorage.NewVoedger(seqstorage.VoedgerOptions{PLog: plogSt, Seq: seqSt, App: isequencer.ClusterAppID(g.ClusterAppID), Partition: isequencer.PartitionID(part), Timeout: time.Minute})
+	o := seqstorage.VoedgerOptions{PLog: plogSt, Seq: seqSt, App: isequencer.ClusterAppID(g.ClusterAppID), Partition: isequencer.PartitionID(part), Timeout: time.Minute}
+	if write {
+		own, err := seqstorage.TakeOver(context.Background(), seqstorage.TakeOverOptions{Storage: seqSt, App: o.App, Partition: o.Partition})
+		require.NoError(t, err)
+		o.Owner = own.Owner
+	}
+	s, err := seqstorage.NewVoedger(o)
 	require.NoError(t, err)
 	return s
 }
@@ -328,14 +336,14 @@ func testActualize(t *testing.T, g *Golden, open Stores) {
 	ctx := context.Background()
 	keys := g.SeqStorage.Snapshots[0].Rows
 	for _, p := range g.Partitions() {
-		a, err := newVoedger(t, g, plogSt, seqSt, p).ActualizeOnce(ctx, voedger.SeqTypes(), false)
+		a, err := newVoedger(t, g, plogSt, seqSt, p, false).ActualizeOnce(ctx, voedger.SeqTypes(), false)
 		require.NoError(t, err)
 		require.False(t, a.Written)
 	}
 	assert.Equal(t, make([]string, len(keys)), getRows(t, seqSt, keys), "nothing written without write")
 
 	for _, p := range g.Partitions() {
-		a, err := newVoedger(t, g, plogSt, seqSt, p).ActualizeOnce(ctx, voedger.SeqTypes(), true)
+		a, err := newVoedger(t, g, plogSt, seqSt, p, true).ActualizeOnce(ctx, voedger.SeqTypes(), true)
 		require.NoError(t, err)
 		var n uint64
 		for _, e := range g.Events {
@@ -350,7 +358,7 @@ func testActualize(t *testing.T, g *Golden, open Stores) {
 
 	// Again: from the stored offsets, nothing left to read.
 	for _, p := range g.Partitions() {
-		a, err := newVoedger(t, g, plogSt, seqSt, p).ActualizeOnce(ctx, voedger.SeqTypes(), true)
+		a, err := newVoedger(t, g, plogSt, seqSt, p, true).ActualizeOnce(ctx, voedger.SeqTypes(), true)
 		require.NoError(t, err)
 		assert.Zero(t, a.Events, "partition %d", p)
 	}
@@ -386,7 +394,7 @@ func (g *Golden) WantNext(ws uint64, seq isequencer.SeqID, voedgerNext uint64) u
 // numbers Next returned, after the flush is stored.
 func Sequencer(t *testing.T, g *Golden, plogSt, seqSt storage.Storage, part uint16, ws uint64) (isequencer.PLogOffset, map[isequencer.SeqID]isequencer.Number) {
 	t.Helper()
-	s := newVoedger(t, g, plogSt, seqSt, part)
+	s := newVoedger(t, g, plogSt, seqSt, part, true)
 	kind := isequencer.WSKind(g.WorkspaceKindQName)
 	seq, cleanup, err := isequencer.New(&isequencer.Params{SeqTypes: map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{kind: voedger.SeqTypes()}, SeqStorage: s, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/cqlseq/cqlseq/plog/voedger"
 	"github.com/cqlseq/cqlseq/seqstorage"
 	"github.com/cqlseq/cqlseq/storage/mem"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // PLog formats of actualize and verify.
@@ -63,8 +64,17 @@ sequence below 200001, and a sys.Corrupted event counts with the records of
 the event it carries. The sequence rows may live in another keyspace
 (--seq-keyspace) or bbolt file (--seq-file) than the PLog.
 
-Nothing is written without --write; with it, the numbers and the next offset
-are stored so that a sequencer opened afterwards starts from them.`,
+Nothing is written without --write. With it, actualize first takes every
+--partition over as an owner does when it opens (a new ownership epoch; for
+the cqlseq PLog format also the PLog's fences from the stored next offset),
+then replays and stores the numbers and the next offset with that epoch's
+versions, so that a sequencer opened afterwards starts from them. An owner
+still running is deposed: in fenced mode its next write is refused and its
+partition stops. If a partition cannot be taken over (the store refuses or
+is down, a later owner fenced the PLog first, a bbolt file another process
+holds), nothing is written and actualize exits 1. After --write with
+--plog-format voedger the partition belongs to cqlseq: Voedger's own
+(unversioned) writes of its numbers would no longer replace these.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.appSet = cmd.Flags().Changed("app")
@@ -139,7 +149,9 @@ type actualizedNumber struct {
 
 // openActualizeStores opens the PLog's store and the sequence rows' (the
 // same one unless --seq-keyspace or --seq-file names another). Without
-// --write both are opened read-only (bbolt) and nothing is written.
+// --write both are opened read-only (bbolt) and nothing is written; with
+// it the sequence rows' store is opened for writing, and so is the PLog's
+// in the cqlseq format (TakeOver fences it).
 func (f *actualizeFlags) open(ctx context.Context, e *env) (plogSt, seqSt *openedStore, closeAll func() error, err error) {
 	if p := f.store.boltPath(); f.store.kind == storeBolt {
 		if _, err := os.Stat(p); err != nil {
@@ -155,7 +167,10 @@ func (f *actualizeFlags) open(ctx context.Context, e *env) (plogSt, seqSt *opene
 		}
 		return st, st, st.close, nil
 	}
-	if plogSt, err = f.store.open(ctx, e.log, true); err != nil {
+	// --write fences a cqlseq PLog (seqstorage.TakeOver): its store is
+	// written too.
+	fencePLog := f.write && f.plogFormat == plogFormatCQLSeq
+	if plogSt, err = f.store.open(ctx, e.log, !fencePLog); err != nil {
 		return nil, nil, nil, err
 	}
 	seqFlags := f.store
@@ -195,8 +210,12 @@ func runActualize(ctx context.Context, e *env, f *actualizeFlags) (err error) {
 	defer func() { err = errors.Join(err, closeAll()) }()
 	w := e.stdout
 	fmt.Fprintf(w, "actualize: %s PLog in %s, sequence rows in %s, app %d\n", f.plogFormat, plogSt.desc, seqSt.desc, f.app)
+	owners, err := f.takeOver(ctx, e, plogSt, seqSt)
+	if err != nil {
+		return err
+	}
 	out := actualizeJSON{PLogFormat: f.plogFormat, App: f.app, Written: f.write, Partitions: []actualizedPartition{}}
-	for _, p := range f.partitions {
+	for i, p := range f.partitions {
 		bar := e.newSpinner(fmt.Sprintf("actualize partition %d", p))
 		var rd replayProgress
 		if bar != nil {
@@ -204,7 +223,11 @@ func runActualize(ctx context.Context, e *env, f *actualizeFlags) (err error) {
 				bar.Describe(fmt.Sprintf("actualize partition %d: %s events, %s events/s, offset %d", p, commas(r.events), commas(uint64(r.rate())), r.last))
 			}
 		}
-		s, initial, err := f.seqStorage(plogSt, seqSt, isequencer.PartitionID(p), &rd)
+		var owner *vvmadapter.Owner
+		if owners != nil {
+			owner = owners[i]
+		}
+		s, initial, err := f.seqStorage(plogSt, seqSt, isequencer.PartitionID(p), owner, &rd)
 		if err != nil {
 			return err
 		}
@@ -234,12 +257,45 @@ func runActualize(ctx context.Context, e *env, f *actualizeFlags) (err error) {
 	return nil
 }
 
+// takeOver, with --write, takes every partition over (seqstorage.TakeOver)
+// before anything is read or written, fencing a cqlseq PLog, and returns
+// their owners in f.partitions' order; without --write, nil. If one
+// cannot be taken, no number or offset has been written: it returns the
+// error, naming the partition.
+func (f *actualizeFlags) takeOver(ctx context.Context, e *env, plogSt, seqSt *openedStore) ([]*vvmadapter.Owner, error) {
+	if !f.write {
+		return nil, nil
+	}
+	owners := make([]*vvmadapter.Owner, len(f.partitions))
+	for i, p := range f.partitions {
+		o := seqstorage.TakeOverOptions{Storage: seqSt.st, App: isequencer.ClusterAppID(f.app), Partition: isequencer.PartitionID(p)}
+		if f.plogFormat == plogFormatCQLSeq {
+			o.FencePLog = plogSt.st
+		}
+		own, err := seqstorage.TakeOver(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d: cannot take the partition over, nothing written: %w", p, err)
+		}
+		owners[i] = own.Owner
+		stored := "none stored"
+		if own.StoredNext > 0 {
+			stored = fmt.Sprintf("%d", own.StoredNext)
+		}
+		fences := "PLog not fenced (Voedger's)"
+		if o.FencePLog != nil {
+			fences = fmt.Sprintf("%s fenced", plural(uint64(own.FencedBlocks), "PLog block", "PLog blocks"))
+		}
+		fmt.Fprintf(e.stdout, "took over partition %d: epoch %d, stored next offset %s, %s\n", p, own.Owner.Epoch(), stored, fences)
+	}
+	return owners, nil
+}
+
 // seqStorage returns the partition's seqstorage.Storage for the PLog
-// format, reading the PLog through rd, and the initial values of its
-// sequences.
-func (f *actualizeFlags) seqStorage(plogSt, seqSt *openedStore, part isequencer.PartitionID, rd *replayProgress) (*seqstorage.Storage, map[isequencer.SeqID]isequencer.Number, error) {
+// format, reading the PLog through rd and writing through owner (nil: it
+// only reads), and the initial values of its sequences.
+func (f *actualizeFlags) seqStorage(plogSt, seqSt *openedStore, part isequencer.PartitionID, owner *vvmadapter.Owner, rd *replayProgress) (*seqstorage.Storage, map[isequencer.SeqID]isequencer.Number, error) {
 	app := isequencer.ClusterAppID(f.app)
-	o := seqstorage.Options{Storage: seqSt.st, App: app, Partition: part, Timeout: scanPageTimeout}
+	o := seqstorage.Options{Storage: seqSt.st, App: app, Partition: part, Timeout: scanPageTimeout, Owner: owner}
 	var initial map[isequencer.SeqID]isequencer.Number
 	if f.plogFormat == plogFormatVoedger {
 		// seqstorage.NewVoedger's Storage, over a reader that counts.

@@ -117,7 +117,7 @@ func TestInspectPlanted(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	for _, want := range []string{
 		"next PLog offset  2 (stored",
-		"epoch             none stored",
+		"epoch             1", // the planted numbers' owner's
 		"workspace 7       SeqID 1 = 5, SeqID 2 = 1",
 		"workspace 8       no numbers stored",
 		"offset 1: WSID 7 kind 1 wlog 1 numbers [1:5 2:1] records [5] payload 3 bytes",
@@ -126,6 +126,10 @@ func TestInspectPlanted(t *testing.T) {
 	} {
 		assert.Contains(t, r.stdout, want)
 	}
+	unowned := writePlanted(t, plogchecktest.Planted{Events: []plog.Event{ev(1, 7, 6, 2)}})
+	r = runCLI(t, "inspect", "--file", unowned, "--ws", "7")
+	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "epoch             none stored", "a partition no owner ever took")
 	r = runCLI(t, "inspect", "--file", path, "--from", "2", "--to", "2")
 	require.Equal(t, ExitOK, r.code)
 	assert.NotContains(t, r.stdout, "offset 1:")
