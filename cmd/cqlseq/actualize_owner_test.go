@@ -89,4 +89,3 @@ func TestActualizeWriteRefusedWritesNothing(t *testing.T) {
 	assert.Equal(t, uint64(1), e, "the refused tool took an epoch")
 	require.NoError(t, bolt.Close())
 }
-
