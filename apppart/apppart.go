@@ -87,13 +87,14 @@ type Result struct {
 	Numbers []isequencer.Number
 }
 
-// Partition serialises the commands of one partition. Do is safe for
-// concurrent use; commands run one at a time.
+// Partition runs the commands of one partition. Do is safe for concurrent
+// use: commands take their offsets and numbers one at a time, under the
+// partition's lock, and the committer writes the events of concurrent
+// commands in groups (at most OpenOptions.MaxGroupEvents each).
 type Partition struct {
-	seqTypes     map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number
-	shape        eventShape
-	writeTimeout time.Duration
-	logger       *slog.Logger
+	seqTypes map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number
+	shape    eventShape
+	logger   *slog.Logger
 
 	mu      sync.Mutex
 	seq     isequencer.ISequencer

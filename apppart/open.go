@@ -93,8 +93,9 @@ func (o *OpenOptions) EnsureDefaults() {
 	}
 }
 
-// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default.
-const DefaultMaxGroupEvents = 128
+// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default: the
+// FencedWriter's.
+const DefaultMaxGroupEvents = plog.DefaultMaxGroupEvents
 
 // Validate reports every problem of o at once. Call it after
 // EnsureDefaults. The options passed on to the sequencer, seqstorage and
@@ -195,8 +196,8 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	}
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
-		writeTimeout: o.WriteTimeout, logger: o.Logger,
-		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
+		logger: o.Logger,
+		seq:    seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
 	}
 	p.ra, _ = seq.(isequencer.IReadAhead)
 	var log groupLog = trustLog{w}

@@ -167,10 +167,8 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 }
 
 // storedReadBatch is the most workspaces a storedReader reads in one
-// request. On a 3-node cluster at RF 3 (2 cores), 10,000 empty workspace
-// partitions read 32 requests at a time took 2.4-3.0 s one per request,
-// 1.0-1.4 s twenty per request and 0.8-1.2 s fifty or a hundred per
-// request (docs/benchmarks.md); storage.MaxReadPartitions caps it.
+// request, at most storage.MaxReadPartitions (docs/benchmarks.md has the
+// measurement that chose it).
 const storedReadBatch = 50
 
 // storedRead is one workspace's stored numbers to read.

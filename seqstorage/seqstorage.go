@@ -44,10 +44,6 @@ var (
 // DefaultTimeout bounds each ISeqStorage call when Options.Timeout is 0.
 const DefaultTimeout = 5 * time.Second
 
-// DefaultWriteWorkers is Options.WriteWorkers's default: storage/cql's
-// default number of partitions one PutBatch writes concurrently.
-const DefaultWriteWorkers = 32
-
 // Options configure a Storage.
 type Options struct {
 	// Storage holds the sequencer's numbers and next PLog offset (and,
@@ -80,7 +76,7 @@ type Options struct {
 
 	// WriteWorkers bounds the workspaces whose numbers
 	// WriteValuesAndNextPLogOffset writes concurrently, one PutBatch per
-	// workspace (see there). Default DefaultWriteWorkers.
+	// workspace (see there). Default storage.DefaultWriteWorkers.
 	WriteWorkers int
 
 	// Owner is the partition's owner (TakeOver, vvmadapter.Adapter.TakeOver),
@@ -108,7 +104,7 @@ func (o *Options) EnsureDefaults() {
 		o.Timeout = DefaultTimeout
 	}
 	if o.WriteWorkers == 0 {
-		o.WriteWorkers = DefaultWriteWorkers
+		o.WriteWorkers = storage.DefaultWriteWorkers
 	}
 }
 

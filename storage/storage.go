@@ -199,6 +199,11 @@ const MaxTTL = 630720000 * time.Second
 // default (max_partition_key_restrictions_per_query).
 const MaxReadPartitions = 100
 
+// DefaultWriteWorkers is how many storage partitions one caller's write
+// of many partitions writes concurrently by default: storage/cql's
+// PutBatch, seqstorage's numbers.
+const DefaultWriteWorkers = 32
+
 // DistinctReadKeys checks pKeys as ReadPartitions takes them and returns
 // them without repeats, in their order (pKeys itself when none repeats).
 // More than MaxReadPartitions keys or an empty key is an error wrapping

@@ -26,7 +26,7 @@ const (
 	DefaultNumConns          = 2
 	DefaultBatchRows         = 100
 	DefaultBatchBytes        = 32 << 10
-	DefaultWriteWorkers      = 32
+	DefaultWriteWorkers      = storage.DefaultWriteWorkers
 	// DefaultAttemptTimeout: a LAN round trip plus a replica's write is a
 	// few milliseconds, so a second without an answer means the host, not
 	// the query, is slow; four more seconds remain for other hosts.
