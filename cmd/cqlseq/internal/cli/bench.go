@@ -23,6 +23,7 @@ const latencyMethod = "latency of each successful command (Do call, including th
 type benchFlags struct {
 	store    storeFlags
 	clock    clockFlags
+	kill     killPointFlags
 	load     loadFlags
 	baseline bool
 	jsonFile string
@@ -50,7 +51,7 @@ removed at the end. ` + latencyMethod + `.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			storeErr := f.store.validate() // first: it resolves the store's kind
-			if err := errors.Join(append(f.clock.validate(f.store.kind), storeErr, f.load.validate())...); err != nil {
+			if err := errors.Join(append(append(f.clock.validate(f.store.kind), f.kill.validate()...), storeErr, f.load.validate())...); err != nil {
 				return usage(err)
 			}
 			return runBench(cmd.Context(), e, f)
@@ -61,6 +62,7 @@ removed at the end. ` + latencyMethod + `.`,
 	f.store.addBolt(fs, "bbolt: directory of "+boltFileName+" (default: a temporary directory, removed at the end)")
 	f.store.cluster.add(fs)
 	f.clock.add(fs)
+	f.kill.add(fs)
 	f.load.add(fs, 10*time.Second)
 	fs.BoolVar(&f.baseline, "baseline", false, "also run a raw PLog insert loop (plog.Writer alone, same mode) and print the ratio")
 	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to this file")
@@ -173,7 +175,7 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 	if err := store.registerHostHealth(in.mc); err != nil {
 		return err
 	}
-	st := in.mc.Storage(store.st)
+	st := in.mc.Storage(f.kill.wrap(store.st, isequencer.ClusterAppID(f.load.app), e.stderr))
 
 	rep := benchReport{
 		Store: store.desc, Mode: f.load.parsedMode.String(), App: f.load.app, Partitions: f.load.partitions,
