@@ -50,8 +50,20 @@ func partitionRules(port int, tag string) [][]string {
 	return rs
 }
 
-func iptablesWorks() bool {
-	return exec.Command("iptables", "-w", "-L", "INPUT", "-n").Run() == nil
+func iptablesWorks() bool { return iptablesError() == nil }
+
+// iptablesError says why iptables cannot be used here: not installed, or
+// listing INPUT fails (not root, no netfilter); nil when it works.
+func iptablesError() error {
+	path, err := exec.LookPath("iptables")
+	if err != nil {
+		return fmt.Errorf("iptables is not installed (not on PATH: %v)", err)
+	}
+	out, err := exec.Command(path, "-w", "-L", "INPUT", "-n").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s -L INPUT failed (%v): %s", path, err, strings.TrimSpace(string(out)))
+	}
+	return nil
 }
 
 // addRules appends each rule to INPUT and returns those it added.

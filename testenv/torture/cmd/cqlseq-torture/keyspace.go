@@ -37,13 +37,22 @@ func (t *tort) dropKeyspaces(ctx context.Context) error {
 // keyspace returns (creating it on first use) the keyspace of name.
 func (t *tort) keyspace(ctx context.Context, name string) (string, error) {
 	ks := t.ksBase + "_" + name
-	repl := fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", t.rf())
-	out, err := t.cqlseqOut(ctx, "migrate", "--hosts", t.c.hosts, "--keyspace", ks, "--replication", repl, "--timeout", "30s")
-	if err != nil {
-		return "", fmt.Errorf("migrate %s: %w\n%s", ks, err, out)
+	if err := t.migrate(ctx, ks); err != nil {
+		return "", err
 	}
 	t.kss = append(t.kss, ks)
 	return ks, nil
+}
+
+// migrate runs cqlseq migrate on ks: it creates the keyspace and tables,
+// and changes nothing of a keyspace that has them (it is idempotent).
+func (t *tort) migrate(ctx context.Context, ks string) error {
+	repl := fmt.Sprintf("{'class': 'SimpleStrategy', 'replication_factor': %d}", t.rf())
+	out, err := t.cqlseqOut(ctx, "migrate", "--hosts", t.c.hosts, "--keyspace", ks, "--replication", repl, "--timeout", "30s")
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w\n%s", ks, err, out)
+	}
+	return nil
 }
 
 func (t *tort) cqlseqOut(ctx context.Context, args ...string) (string, error) {

@@ -21,8 +21,9 @@
 //     acknowledged without a quorum, and commands carry on once they are
 //     back;
 //   - partition: cut node 3 from nodes 1 and 2 with iptables (its storage
-//     port only, so nothing else on loopback is touched), or SIGSTOP it
-//     when iptables does not work;
+//     port only, so nothing else on loopback is touched); without a
+//     working iptables (installed, run as root) the run fails at once,
+//     naming it;
 //   - owners: in fenced mode, owner A is paused past the request timeout,
 //     owner B takes the partitions over, A is resumed; no event of A may be
 //     durable, and no command acknowledged by A, at or above B's first
@@ -41,13 +42,25 @@
 //     be taken by both owners of a round;
 //   - modechange: one keyspace in trust0, then trust2, then fenced, each
 //     run SIGKILLed under load with conditional writes in flight;
+//   - tools (issue 36): per -tools-stores store (a CQL keyspace, a bbolt
+//     file) and -tools-modes mode, -tools-rounds owners one after another,
+//     each killed: every other one SIGKILLs itself at the kill point
+//     (bench --kill-before-offset-write: after a flush wrote its numbers,
+//     before the next PLog offset; the first owner of the fresh store at
+//     its first offset write), the others at a random instant; after each,
+//     cqlseq actualize --write must exit 0 (on CQL, migrate again now and
+//     then); in fenced mode on CQL every other round runs the tool while
+//     the owner is alive, and no ack of that owner may be at or past the
+//     next offset the tool reported (it was fenced off). Then a fresh owner
+//     must acknowledge and verify --acks judges every acknowledgement; the
+//     report's third table gives the kills, tool runs and verdicts;
 //   - gray (not in the default set; -gray runs it alone): the CI check of
 //     issue 22: one node SIGSTOPped for 10 s under load; it fails if an
 //     acknowledged command is lost or fewer than -gray-min of the rate
 //     before is acknowledged during the pause.
 //
-// skew, contested and modechange need no -state (only contested's node
-// pause does) and run with -node-faults 0; -short is their CI variant
+// skew, contested, modechange and tools need no -state (only contested's
+// node pause does) and run with -node-faults 0; -short is their CI variant
 // (fewer and shorter runs, no node pause). Each ends with verify --acks
 // over every acknowledgement of the phase, and the report's second table
 // gives their runs, clock skew, unknown outcomes (as the children logged
@@ -122,6 +135,10 @@ type config struct {
 	contestPause   time.Duration
 	modeChangeRuns int
 	modeChangeRun  time.Duration
+	// The tools phase.
+	toolsRounds int
+	toolsModes  []string
+	toolsStores []string
 }
 
 // grayConfig is the gray-failure check's.
@@ -169,7 +186,7 @@ type tort struct {
 func run(args []string) error {
 	fs := flag.NewFlagSet("cqlseq-torture", flag.ContinueOnError)
 	var c config
-	var modes, phases, benchArgs, faultModes, grayModes, skewModes string
+	var modes, phases, benchArgs, faultModes, grayModes, skewModes, toolsModes, toolsStores string
 	fs.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
 	fs.StringVar(&c.state, "state", "", "cassandra-launcher cluster state file (node faults need it)")
 	fs.StringVar(&c.hosts, "hosts", "", "CQL hosts (default: the cluster's)")
@@ -194,7 +211,7 @@ func run(args []string) error {
 	fs.DurationVar(&c.wholeTimeout, "whole-timeout", 5*time.Minute, "how long a phase waits, before it begins, for every node to be up and answer")
 	fs.StringVar(&c.ownersMode, "owners-mode", "fenced", "owners: the mode of both owners (trust2 disables fencing: the check must then fail)")
 	fs.BoolVar(&c.cleanup, "cleanup", false, "only remove the iptables rules this campaign adds for the cluster of -state and resume its nodes (SIGCONT), then exit")
-	fs.BoolVar(&c.short, "short", false, "the CI variant of skew, contested and modechange: fewer and shorter runs, no node pause (flags given explicitly still win)")
+	fs.BoolVar(&c.short, "short", false, "the CI variant of skew, contested, modechange and tools: fewer and shorter runs, no node pause (flags given explicitly still win)")
 	fs.StringVar(&skewModes, "skew-modes", "trust0,trust2,fenced", "skew: modes (each scenario on its own keyspace per mode); empty skips the phase")
 	fs.DurationVar(&c.lwtTimeout, "lwt-attempt-timeout", 0, "contested, modechange: the children's --cql-lwt-attempt-timeout, short enough that some conditional writes' outcomes are unknown (default 2ms at replication factor 1, 20ms at 3)")
 	fs.IntVar(&c.contestRounds, "contest-rounds", 8, "contested: rounds of two owners taking the partitions over at once (-short: 5)")
@@ -202,6 +219,9 @@ func run(args []string) error {
 	fs.DurationVar(&c.contestPause, "contest-pause", 4*time.Second, "contested (3 nodes, not -short): how long a node stays SIGSTOPped at each round's takeover")
 	fs.IntVar(&c.modeChangeRuns, "modechange-runs", 2, "modechange: runs per mode, each SIGKILLed (-short: 1)")
 	fs.DurationVar(&c.modeChangeRun, "modechange-run", 8*time.Second, "modechange: each run's load after its first ack (-short: 4s)")
+	fs.IntVar(&c.toolsRounds, "tools-rounds", 6, "tools: owners killed per store and mode, each followed by cqlseq actualize --write, before the last owner and verify (-short: 2)")
+	fs.StringVar(&toolsModes, "tools-modes", "trust0,trust1,trust2,fenced", "tools: modes (each its own keyspace and bbolt file)")
+	fs.StringVar(&toolsStores, "tools-stores", "cql,bbolt", "tools: stores (cql: a keyspace of -hosts; bbolt: a file in -dir)")
 	gray := fs.Bool("gray", false, "run only the gray-failure check (-phases gray)")
 	fs.StringVar(&grayModes, "gray-modes", "trust2,fenced", "gray: modes checked (each its own keyspace and bench)")
 	fs.IntVar(&c.gray.node, "gray-node", 2, "gray: the node paused")
@@ -218,6 +238,8 @@ func run(args []string) error {
 		shortDefaults(fs, &c)
 	}
 	c.skewModes = splitList(skewModes)
+	c.toolsModes = splitList(toolsModes)
+	c.toolsStores = splitList(toolsStores)
 	c.modes = splitList(modes)
 	c.phases = splitList(phases)
 	if *gray {
@@ -271,6 +293,14 @@ func run(args []string) error {
 			t.logf("removed %d iptables rules an earlier run left (%s)", n, t.ruleTag())
 		}
 	}
+	if t.cluster != nil && len(t.cluster.Nodes) >= 3 && c.nodeFaults > 0 && slices.Contains(c.phases, partitionPhase{}.name()) {
+		// The partition phase's own check, before the first phase: a
+		// machine without iptables fails in seconds, not after the
+		// phases before it.
+		if err := t.partitionReady(); err != nil {
+			return err
+		}
+	}
 	t.ksBase = fmt.Sprintf("torture_%x", t.rng.Uint32())
 	t.logf("seed %d, hosts %s, files in %s, keyspaces %s_*, phases %s, bench args %q", c.seed, t.c.hosts, t.c.dir, t.ksBase,
 		strings.Join(c.phases, ","), c.benchArgs)
@@ -311,6 +341,7 @@ func shortDefaults(fs *flag.FlagSet, c *config) {
 	set("contest-round", func() { c.contestRound = 4 * time.Second })
 	set("modechange-runs", func() { c.modeChangeRuns = 1 })
 	set("modechange-run", func() { c.modeChangeRun = 4 * time.Second })
+	set("tools-rounds", func() { c.toolsRounds = 2 })
 }
 
 func splitList(s string) []string {
@@ -333,7 +364,7 @@ func (c *config) validate() error {
 			bad("-phases: unknown phase %q (want some of %s)", p, strings.Join(known, ","))
 		}
 	}
-	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes} {
+	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes, c.toolsModes} {
 		for _, m := range list {
 			if _, err := plog.ParseMode(m); err != nil {
 				bad("%v", err)
@@ -362,6 +393,14 @@ func (c *config) validate() error {
 	if c.lwtTimeout < 0 || c.contestRounds < 0 || c.contestRound <= 0 || c.contestPause <= 0 || c.modeChangeRuns < 0 || c.modeChangeRun <= 0 {
 		bad("-lwt-attempt-timeout %v, -contest-rounds %d, -contest-round %v, -contest-pause %v, -modechange-runs %d, -modechange-run %v: want >= 0, >= 0, > 0, > 0, >= 0, > 0",
 			c.lwtTimeout, c.contestRounds, c.contestRound, c.contestPause, c.modeChangeRuns, c.modeChangeRun)
+	}
+	for _, s := range c.toolsStores {
+		if !validToolsStore(s) {
+			bad("-tools-stores: unknown store %q (want some of %s)", s, strings.Join(toolsStoresKnown, ","))
+		}
+	}
+	if c.toolsRounds < 0 {
+		bad("-tools-rounds %d: want >= 0", c.toolsRounds)
 	}
 	if c.wholeTimeout <= 0 {
 		bad("-whole-timeout %v: want > 0", c.wholeTimeout)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
@@ -75,9 +76,13 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	require.NoError(t, good.validate())
 	bad := good
 	bad.contestRound, bad.skewModes = 0, []string{"trust7"}
+	bad.toolsRounds, bad.toolsStores, bad.toolsModes = -1, []string{"cql", "nfs"}, []string{"trust8"}
 	err = bad.validate()
 	require.ErrorContains(t, err, "-contest-round 0s")
 	require.ErrorContains(t, err, `"trust7"`)
+	require.ErrorContains(t, err, `-tools-stores: unknown store "nfs"`)
+	require.ErrorContains(t, err, "-tools-rounds -1")
+	require.ErrorContains(t, err, `"trust8"`)
 }
 
 // -short shortens the nemesis phases, but a flag given explicitly wins.
@@ -91,6 +96,7 @@ func TestShortKeepsExplicitFlags(t *testing.T) {
 	require.Equal(t, 5, c.contestRounds)
 	require.Equal(t, 1, c.modeChangeRuns)
 	require.Equal(t, 4*time.Second, c.contestRound)
+	require.Equal(t, 2, c.toolsRounds)
 }
 
 func TestBusyFailedFromBenchJSON(t *testing.T) {
@@ -141,4 +147,71 @@ func TestStoreRefusedOnlyAReadTheStoreRefused(t *testing.T) {
 	assert.True(t, storeRefused(refused))
 	assert.False(t, storeRefused("cqlseq: plogcheck: partition 1: WSID 3 SeqID 1: stored number 5 is below 7\n"), "a finding")
 	assert.False(t, storeRefused("cqlseq: --acks: open acks.log: no such file or directory\n"), "a usage error")
+}
+
+// Without a working iptables the partition phase fails, naming it, instead
+// of pausing node 3 (issue 36).
+func TestPartitionPhaseNeedsIptables(t *testing.T) {
+	require.NoError(t, partitionCutError(7001, "/n3/cassandra.yaml", nil))
+	err := partitionCutError(7001, "/n3/cassandra.yaml", errors.New("iptables is not installed (not on PATH)"))
+	require.Error(t, err)
+	for _, want := range []string{"partition: cannot cut node 3 off", "iptables is not installed", "apt-get install iptables", "as root"} {
+		assert.ErrorContains(t, err, want)
+	}
+	err = partitionCutError(0, "/n3/cassandra.yaml", nil)
+	assert.ErrorContains(t, err, "no storage_port in /n3/cassandra.yaml")
+
+	t.Setenv("PATH", t.TempDir()) // no iptables there
+	err = iptablesError()
+	require.ErrorContains(t, err, "iptables is not installed")
+	assert.False(t, iptablesWorks())
+	n, err := removeTaggedRules("cqlseq-torture:7001")
+	assert.NoError(t, err, "nothing to remove without iptables")
+	assert.Zero(t, n)
+}
+
+func TestToolsRoundsBeginAtTheKillPoint(t *testing.T) {
+	p, r, l := roundKillPoint, roundRandom, roundLiveTool
+	assert.Equal(t, []toolsRound{p, l, p, l, p, l}, toolsRounds(6, storeCQL, "fenced"))
+	assert.Equal(t, []toolsRound{p, r}, toolsRounds(2, storeCQL, "trust2"))
+	assert.Equal(t, []toolsRound{p, r, p}, toolsRounds(3, storeBolt, "fenced"), "no live owner on bbolt: the file is locked")
+	assert.Empty(t, toolsRounds(0, storeCQL, "trust0"))
+}
+
+func TestToolsReadsTheToolsNextOffsets(t *testing.T) {
+	out := `actualize: cqlseq PLog in cql 127.0.0.1:9042 keyspace ks, sequence rows in cql 127.0.0.1:9042 keyspace ks, app 1
+took over partition 0 (epoch 4)
+partition 0: stored next offset none stored, 1,347 events read, next PLog offset 1348
+  WSID 1  SeqID 1  last 70  next 71
+partition 0: replayed 1,347 events in 0.00 s (634,865 events/s), offset reached 1347
+partition 1: stored next offset 12, 0 events read, next PLog offset 12
+written: the numbers and next PLog offsets above are stored
+`
+	next := parseNextOffsets(out)
+	require.Equal(t, map[int]uint64{0: 1348, 1: 12}, next)
+	acks := []plogcheck.Ack{{Partition: 0, Offset: 1347}, {Partition: 0, Offset: 1348}, {Partition: 1, Offset: 11}, {Partition: 1, Offset: 40}, {Partition: 2, Offset: 99}}
+	assert.Equal(t, 2, acksPast(acks, next), "partition 2 is not judged")
+	assert.NotContains(t, strings.Join(toolSummary(out), "\n"), "WSID")
+	assert.Contains(t, strings.Join(toolSummary(out), "\n"), "took over partition 0")
+}
+
+func TestToolsVerdict(t *testing.T) {
+	assert.Equal(t, "OK", (&toolsStats{toolRuns: 3, pointKills: 1}).verdict(false))
+	v := (&toolsStats{toolFails: 1, liveAcksPast: 7, lastOwner: "x"}).verdict(true)
+	for _, want := range []string{"**FAILED**", "verify", "1 tool runs exited non-zero", "7 acks at or past", "the last owner acknowledged nothing"} {
+		assert.Contains(t, v, want)
+	}
+}
+
+// The tools table has one row per store and mode, and its verdict.
+func TestToolsTable(t *testing.T) {
+	var b strings.Builder
+	tt := &tort{out: &b, rows: []row{
+		{phase: "tools cql (trust2)", acked: 900, dups: 16, regs: 2, verifyFail: true, tools: &toolsStats{owners: 3, pointKills: 1, randomKills: 1, toolRuns: 2}},
+		{phase: "tools bbolt (fenced)", acked: 500, tools: &toolsStats{owners: 3, pointKills: 1, randomKills: 1, toolRuns: 2}},
+	}}
+	tt.printTable()
+	s := b.String()
+	assert.Contains(t, s, "| cql (trust2) | 3 | 1 | 1 | 0 | 2 | 0 | 0 | 900 | 0 | 16 | 2 | **FAILED**: verify |")
+	assert.Contains(t, s, "| bbolt (fenced) | 3 | 1 | 1 | 0 | 2 | 0 | 0 | 500 | 0 | 0 | 0 | OK |")
 }

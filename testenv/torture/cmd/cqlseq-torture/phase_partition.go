@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/cqlseq/cqlseq/testenv/torture"
@@ -18,23 +19,43 @@ func (partitionPhase) run(ctx context.Context, t *tort) error {
 	if ok, err := t.nodeFaulter("partition"); !ok {
 		return err
 	}
+	if err := t.partitionReady(); err != nil {
+		return err
+	}
 	return t.forFaultModes(ctx, t.partition)
 }
 
+// partitionReady fails, naming what is missing, when the partition phase
+// cannot cut node 3 off: it cuts the network with iptables or fails (a
+// paused node is another fault, which node_pause covers already).
+func (t *tort) partitionReady() error {
+	dir := t.cluster.Nodes[2].Dir
+	return partitionCutError(storagePort(dir), filepath.Join(dir, "cassandra.yaml"), iptablesError())
+}
+
+// partitionCutError is the partition phase's decision: nil when it can cut
+// node 3's storage port (port > 0) with a working iptables (ipt nil), else
+// an error that says what is missing.
+func partitionCutError(port int, yaml string, ipt error) error {
+	var errs []error
+	if port <= 0 {
+		errs = append(errs, fmt.Errorf("node 3's storage port is unknown (no storage_port in %s)", yaml))
+	}
+	if ipt != nil {
+		errs = append(errs, fmt.Errorf("%w; the phase cuts the network with iptables and needs it, as root (Debian: apt-get install iptables)", ipt))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("partition: cannot cut node 3 off: %w (or leave the phase out: -phases, -node-faults 0)", errors.Join(errs...))
+}
+
 // partition cuts node 3 from nodes 1 and 2 on the cluster's storage port
-// with iptables, or pauses it when iptables does not work.
+// with iptables (partitionReady checked that it can).
 func (t *tort) partition(ctx context.Context, mode string) error {
 	port := storagePort(t.cluster.Nodes[2].Dir)
 	rules := partitionRules(port, t.ruleTag())
-	useIPT := port > 0 && iptablesWorks()
-	if !useIPT {
-		t.logf("partition: iptables does not work here; SIGSTOP of node 3 stands in for the partition")
-	}
 	r, err := t.rated(ctx, "partition", mode, t.c.nodeFaults, degradedTargets, func(ctx context.Context, i int) (torture.Fault, string, error) {
-		if !useIPT {
-			f, err := t.pauseNode(ctx, 3, t.c.cut)
-			return f, "node 3 paused", err
-		}
 		t.logf("partition %s #%d: node 3 cut from nodes 1 and 2 (storage port %d) for %v", mode, i+1, port, t.c.cut)
 		f := torture.Fault{Began: time.Now()}
 		added, err := addRules(rules)
@@ -49,11 +70,7 @@ func (t *tort) partition(ctx context.Context, mode string) error {
 		return f, "node 3 cut", err
 	})
 	if err == nil {
-		if useIPT {
-			r.note = fmt.Sprintf("iptables DROP of the storage-port traffic to node 3 (one-way: see partitionRules), %v", t.c.cut)
-		} else {
-			r.note = fmt.Sprintf("iptables unusable: node 3 SIGSTOPped %v instead", t.c.cut)
-		}
+		r.note = fmt.Sprintf("iptables DROP of the storage-port traffic to node 3 (one-way: see partitionRules), %v", t.c.cut)
 	}
 	return err
 }

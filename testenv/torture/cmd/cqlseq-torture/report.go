@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/cqlseq/cqlseq/testenv/torture"
@@ -25,6 +26,8 @@ type row struct {
 	targets torture.Targets
 	// nem is set by the skew, contested and modechange phases.
 	nem *nemesis
+	// tools is set by the tools phase.
+	tools *toolsStats
 }
 
 // faultRates are one fault's measured windows.
@@ -138,6 +141,7 @@ func (t *tort) printTable() {
 			r.lost, r.dups, r.regs, r.recovery.Seconds(), rates, r.note, verdict)
 	}
 	t.printNemesis()
+	t.printTools()
 	if !faultTableAddsToSummary(t.rows) {
 		return
 	}
@@ -181,5 +185,25 @@ func (t *tort) printNemesis() {
 		}
 		fmt.Fprintf(w, "| %s | %d | %d | %s | %d | %d | %d | %d | %d | %d | %d | %s |\n", r.phase, nm.runs, r.acked, nm.skew, nm.unknown,
 			nm.contested, nm.shared, nm.exits, r.dups, r.lost, r.regs, verdict)
+	}
+}
+
+// printTools prints the tools phase's table: one row per store and mode.
+func (t *tort) printTools() {
+	w := t.out
+	header := false
+	for _, r := range t.rows {
+		st := r.tools
+		if st == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(w, "| tools: store (mode) | owner runs | kills at the kill point | random kills | owners that exited | actualize --write runs | of them against a live owner | took over (printed) | commands acked | lost | duplicates | regressions | verify |")
+			fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+			header = true
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", strings.TrimPrefix(r.phase, "tools "), st.owners, st.pointKills,
+			st.randomKills, st.exits, st.toolRuns, st.liveRuns, st.tookOver, r.acked, r.lost, r.dups, r.regs, st.verdict(r.verifyFail))
 	}
 }

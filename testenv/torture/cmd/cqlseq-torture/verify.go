@@ -30,41 +30,58 @@ const verifyAttempts = 3
 // verifyAttempts runs; each refusal is logged and listed with the
 // cluster's repairs. A run that wrote a verdict is never run again.
 func (t *tort) verify(ctx context.Context, ks, ackLog string, parts int, r *row) error {
+	return t.verifyStore(ctx, ks, []string{"--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--timeout", "30s"}, true, ackLog, parts, r)
+}
+
+// verifyBolt runs cqlseq verify --acks on the bbolt file (partitions
+// 0..parts-1) and fills r's counts from its JSON report. No process may
+// have the file open (bbolt locks it): the caller has stopped them.
+func (t *tort) verifyBolt(ctx context.Context, file, ackLog string, parts int, r *row) error {
+	return t.verifyStore(ctx, filepath.Base(file), []string{"--store", "bbolt", "--file", file}, false, ackLog, parts, r)
+}
+
+// verifyStore runs cqlseq verify --acks with the store flags given; name
+// names the store in the log and the report's file. On a cluster it waits
+// for the whole cluster first and runs again after a refused read (see
+// verify).
+func (t *tort) verifyStore(ctx context.Context, name string, store []string, cluster bool, ackLog string, parts int, r *row) error {
 	ps := make([]string, parts)
 	for i := range ps {
 		ps[i] = strconv.Itoa(i)
 	}
-	jf := filepath.Join(t.c.dir, "verify-"+ks+".json")
+	jf := filepath.Join(t.c.dir, "verify-"+name+".json")
 	var (
 		out string
 		err error
 		b   []byte
 	)
 	for attempt := 1; ; attempt++ {
-		if err := t.waitWhole(ctx, "verify "+ks); err != nil {
-			return err
+		if cluster {
+			if err := t.waitWhole(ctx, "verify "+name); err != nil {
+				return err
+			}
 		}
 		_ = os.Remove(jf)
-		out, err = t.cqlseqOut(ctx, "verify", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--timeout", "30s",
-			"--partition", strings.Join(ps, ","), "--acks", ackLog, "--json", jf)
+		args := append(append([]string{"verify"}, store...), "--partition", strings.Join(ps, ","), "--acks", ackLog, "--json", jf)
+		out, err = t.cqlseqOut(ctx, args...)
 		var ee *exec.ExitError
 		if err != nil && !errors.As(err, &ee) {
-			return fmt.Errorf("verify %s: %w\n%s", ks, err, out)
+			return fmt.Errorf("verify %s: %w\n%s", name, err, out)
 		}
 		var jerr error
 		if b, jerr = os.ReadFile(jf); jerr == nil {
 			break
 		}
-		if !storeRefused(out) || attempt == verifyAttempts {
-			return fmt.Errorf("verify %s wrote no report (%v): %v\n%s", ks, err, jerr, out)
+		if !cluster || !storeRefused(out) || attempt == verifyAttempts {
+			return fmt.Errorf("verify %s wrote no report (%v): %v\n%s", name, err, jerr, out)
 		}
 		why := lastLine(out)
-		t.logf("verify %s: the store refused a read, no verdict (run %d of at most %d): %s; waiting for the cluster and running it again", ks, attempt, verifyAttempts, why)
-		t.repairs = append(t.repairs, fmt.Sprintf("verify %s ran again: the store refused a read (%s)", ks, why))
+		t.logf("verify %s: the store refused a read, no verdict (run %d of at most %d): %s; waiting for the cluster and running it again", name, attempt, verifyAttempts, why)
+		t.repairs = append(t.repairs, fmt.Sprintf("verify %s ran again: the store refused a read (%s)", name, why))
 	}
 	v, perr := torture.ParseVerdict(b)
 	if perr != nil {
-		return fmt.Errorf("verify %s: %w", ks, perr)
+		return fmt.Errorf("verify %s: %w", name, perr)
 	}
 	r.lost += v.Lost
 	r.dups += v.Duplicates
@@ -72,9 +89,9 @@ func (t *tort) verify(ctx context.Context, ks, ackLog string, parts int, r *row)
 	if err != nil || !v.OK {
 		r.verifyFail = true
 		t.failed = true
-		t.logf("verify %s FAILED:\n%s", ks, out)
+		t.logf("verify %s FAILED:\n%s", name, out)
 	} else {
-		t.logf("verify %s: OK (%s)", ks, lastLine(out))
+		t.logf("verify %s: OK (%s)", name, lastLine(out))
 	}
 	return nil
 }
