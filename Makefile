@@ -164,7 +164,9 @@ check-containers:
 
 # torture-short is the campaign's CI variant (about 4 minutes): 20 client
 # SIGKILLs across every mode on HOSTS, no node faults, then the short
-# skew, contested and modechange phases (-short).
+# skew, contested, modechange and tools phases (-short; tools: cqlseq
+# actualize --write between owners killed before their offset write, on a
+# keyspace and a bbolt file per mode, about 40 s).
 torture-short:
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
@@ -194,7 +196,10 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 # and prints the table (node_kill, node_pause and partition in fenced and
 # trust2 at 4x16, with the acks/s before and during each fault); it exits
 # non-zero if a check fails (a missed rate target only with
-# TORTURE_ARGS=-rate-targets). Whatever the outcome, also on Ctrl-C, the
+# TORTURE_ARGS=-rate-targets). The partition phase cuts node 3 off with
+# iptables (Debian package iptables; run as root): without a working
+# iptables the run fails at once, naming it (TORTURE_ARGS='-phases ...'
+# without partition runs the rest). Whatever the outcome, also on Ctrl-C, the
 # campaign's iptables rules are removed, paused nodes resumed, and the
 # cluster it started is stopped.
 torture: $(LAUNCHER)
