@@ -42,7 +42,7 @@ func (f *loadFlags) add(fs *pflag.FlagSet, duration time.Duration) {
 	fs.IntVar(&f.partitions, "partitions", 4, "application partitions (0..n-1), at most 4096")
 	fs.IntVar(&f.workspaces, "workspaces", 5000, "workspaces (1..n, spread over the partitions)")
 	fs.DurationVar(&f.duration, "duration", duration, "how long commands are started")
-	fs.IntVar(&f.concurrency, "concurrency", 1, "goroutines per partition (a partition runs one command at a time)")
+	fs.IntVar(&f.concurrency, "concurrency", 1, "clients per partition, each running one command at a time (a partition writes its clients' events in groups)")
 	fs.StringVar(&f.mode, "mode", "trust0", "event log write mode (the sequences trust level): trust0, trust1, trust2 or fenced (README, Modes)")
 	fs.IntVar(&f.payload, "payload", 64, "payload bytes per event")
 	fs.IntVar(&f.maxUnflushed, "max-unflushed", isequencer.DefaultMaxNumUnflushedValues, "values waiting to be flushed above which a partition is busy")
