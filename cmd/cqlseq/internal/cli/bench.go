@@ -14,11 +14,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/isequencer"
 )
 
 // latencyMethod documents how the reports' percentiles are computed.
-const latencyMethod = "latency of each successful command (Do call, including the wait for its partition): log-linear histogram, 128 sub-buckets per power of two, percentiles within 0.8 %"
+const latencyMethod = "latency of each successful command (Do call, including the wait for its partition): " + latency.Method
 
 type benchFlags struct {
 	store    storeFlags
@@ -146,8 +147,8 @@ func newPhaseReport(r *loadResult) phaseReport {
 		ElapsedS:  r.elapsed.Seconds(),
 		PerSecond: r.perSecond(),
 		Latency: latencyReport{
-			Mean: msf(r.lat.mean()), P50: msf(r.lat.quantile(0.50)), P95: msf(r.lat.quantile(0.95)),
-			P99: msf(r.lat.quantile(0.99)), Max: msf(r.lat.max),
+			Mean: msf(r.lat.Mean()), P50: msf(r.lat.Quantile(0.50)), P95: msf(r.lat.Quantile(0.95)),
+			P99: msf(r.lat.Quantile(0.99)), Max: msf(r.lat.Max()),
 		},
 		Errors: r.errors,
 	}

@@ -202,7 +202,7 @@ func runDemo(ctx context.Context, e *env, f *demoFlags) (err error) {
 	fmt.Fprintf(w, "1. load     %s commands in %.2f s = %s commands/s, %s numbers issued\n",
 		commas(res.commands), res.elapsed.Seconds(), commas(uint64(res.perSecond()+0.5)), commas(res.numbers))
 	fmt.Fprintf(w, "            latency p50 %s, p99 %s; %s busy rejections, %s errors\n",
-		ms(res.lat.quantile(0.5)), ms(res.lat.quantile(0.99)), commas(res.busy), commas(res.errors))
+		ms(res.lat.Quantile(0.5)), ms(res.lat.Quantile(0.99)), commas(res.busy), commas(res.errors))
 
 	// 2. Crash: the store stopped answering at --duration; the partitions
 	// are closed with what they had not flushed, and so is the store.

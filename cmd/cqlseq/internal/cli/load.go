@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"
@@ -235,7 +236,7 @@ type loadResult struct {
 	firstErr error
 	stopped  error // a partition stopped after a conflict
 	elapsed  time.Duration
-	lat      *histogram // latency of completed commands
+	lat      *latency.Histogram // latency of completed commands
 
 	lastOffset  isequencer.PLogOffset   // a worker's: the largest offset of its partition it wrote
 	lastOffsets []isequencer.PLogOffset // the total's: per partition
@@ -270,7 +271,7 @@ func (r *loadResult) merge(o *loadResult) {
 	if r.stopped == nil {
 		r.stopped = o.stopped
 	}
-	r.lat.merge(o.lat)
+	r.lat.Merge(o.lat)
 }
 
 // runWorkers runs concurrency workers per partition until c.duration has
@@ -285,7 +286,7 @@ func runWorkers(ctx context.Context, c loadConfig, work func(ctx context.Context
 	for p := range c.partitions {
 		for w := range c.concurrency {
 			i := p*c.concurrency + w
-			results[i].lat = newHistogram()
+			results[i].lat = latency.New()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -295,7 +296,7 @@ func runWorkers(ctx context.Context, c loadConfig, work func(ctx context.Context
 		}
 	}
 	wg.Wait()
-	total := loadResult{lat: newHistogram(), elapsed: time.Since(began), lastOffsets: make([]isequencer.PLogOffset, c.partitions)}
+	total := loadResult{lat: latency.New(), elapsed: time.Since(began), lastOffsets: make([]isequencer.PLogOffset, c.partitions)}
 	for i := range results {
 		total.merge(&results[i])
 		p := i / c.concurrency
@@ -336,7 +337,7 @@ func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) 
 						return
 					}
 				}
-				r.lat.record(time.Since(began))
+				r.lat.Record(time.Since(began))
 				r.commands++
 				r.numbers += uint64(len(res.Numbers))
 				r.lastOffset = max(r.lastOffset, res.Offset)
@@ -439,7 +440,7 @@ func runBaseline(ctx context.Context, st storage.Storage, mode plog.Mode, base i
 			err := writers[p](ctx, &e)
 			switch {
 			case err == nil:
-				r.lat.record(time.Since(began))
+				r.lat.Record(time.Since(began))
 				r.commands++
 				r.numbers += 2
 				r.lastOffset = max(r.lastOffset, e.Offset)
