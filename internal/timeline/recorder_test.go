@@ -27,7 +27,7 @@ func newRecorder(t *testing.T, interval time.Duration) *Recorder {
 func TestTimelineConcurrentRecordingSumsExactly(t *testing.T) {
 	const (
 		workers  = 32
-		perEvent = 3000
+		perEvent = 1000
 		interval = 100 * time.Millisecond
 		n        = 20 // intervals
 	)
