@@ -197,6 +197,7 @@ func newPanel(xMax float64, yLabel string) *plot.Plot {
 	p.X.Label.Text = TimeLabel
 	p.Y.Label.Text = yLabel
 	p.X.Min, p.X.Max = 0, xMax
+	p.X.Tick.Marker = plainTicks{}
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = 9
 	p.Legend.ThumbnailWidth = 16

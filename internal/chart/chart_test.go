@@ -207,7 +207,7 @@ func TestChartAxesLabelledWithUnits(t *testing.T) {
 	for _, name := range []string{"acknowledged", "busy answers", "failed", "p50", "p99", "max"} {
 		assert.Equal(t, 1, doc.count(name), "legend %q", name)
 	}
-	for _, tick := range []string{"0", "10", "20", "30", "0.1", "1", "100", "1000"} {
+	for _, tick := range []string{"0", "10", "20", "30", "0.1", "1", "100", "1,000"} {
 		assert.Positive(t, doc.count(tick), "tick label %q", tick)
 	}
 	assert.Empty(t, doc.withPrefix("one sample"))
@@ -352,4 +352,10 @@ func TestChartOptionsValidate(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.svg")
 	require.NoError(t, WriteFile(p, recorded(), Options{}))
 	assert.Error(t, WriteFile(filepath.Join(p, "no", "such.svg"), recorded(), Options{}))
+}
+
+func TestChartPlainNumbers(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 2500: "2,500", 1234567: "1,234,567", 0.5: "0.5", 0.30000000000000004: "0.3", -1500: "-1,500", 12.25: "12.25"} {
+		assert.Equal(t, want, plainNumber(v), "%v", v)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -21,6 +22,7 @@ func ratePanel(tl *timeline.Timeline, o *Options) *plot.Plot {
 	p := newPanel(xRange(tl, o), RateLabel)
 	p.Title.Text = o.Title
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks{}
 	p.Add(regions{rs: o.Regions, labels: true})
 	yMax := 0.0
 	series := []struct {
@@ -176,11 +178,52 @@ func (decades) Ticks(lo, hi float64) []plot.Tick {
 		if v > hi*(1+1e-9) {
 			return ticks
 		}
-		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+		ticks = append(ticks, plot.Tick{Value: v, Label: plainNumber(v)})
 		for m := 2.0; m < 10; m++ {
 			if m*v <= hi {
 				ticks = append(ticks, plot.Tick{Value: m * v})
 			}
 		}
 	}
+}
+
+// plainTicks are plot.DefaultTicks labelled without trailing zeros and
+// with thousands separators: "2,500", not "2500.00".
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = plainNumber(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+// plainNumber formats v with at most 6 significant digits, an integer
+// part of more than three digits with commas.
+func plainNumber(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if r := strconv.FormatFloat(v, 'g', 6, 64); len(r) < len(s) && !strings.ContainsAny(r, "e") {
+		s = r
+	}
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, hasFrac := strings.Cut(s, ".")
+	var b strings.Builder
+	for i, d := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(d)
+	}
+	out := b.String()
+	if hasFrac {
+		out += "." + frac
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
 }
