@@ -15,6 +15,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/internal/latency"
+	"github.com/cqlseq/cqlseq/internal/timeline"
 	"github.com/cqlseq/cqlseq/isequencer"
 )
 
@@ -29,6 +30,7 @@ type benchFlags struct {
 	baseline bool
 	jsonFile string
 	ackLog   string
+	timeline timelineFlags
 }
 
 func newBenchCmd(e *env) *cobra.Command {
@@ -48,12 +50,21 @@ offsets from the run's start time in microseconds << 12, so runs never
 collide), and prints the ratio of the two rates.
 
 On bbolt without --dir/--file the file is in a temporary directory that is
-removed at the end. ` + latencyMethod + `.`,
+removed at the end. ` + latencyMethod + `.
+
+--timeline FILE writes the timeline of the sequencer run (not the
+baseline's): ` + timelineHelp + `
+
+--plot FILE.svg draws it: commands/s and latency over time, in two panels.
+Both files are checked to be writable before the run starts.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			storeErr := f.store.validate() // first: it resolves the store's kind
-			if err := errors.Join(append(append(f.clock.validate(f.store.kind), f.kill.validate()...), storeErr, f.load.validate())...); err != nil {
+			if err := errors.Join(append(append(append(f.clock.validate(f.store.kind), f.kill.validate()...), f.timeline.validate()...), storeErr, f.load.validate())...); err != nil {
 				return usage(err)
+			}
+			if err := f.timeline.checkWritable(); err != nil {
+				return err
 			}
 			return runBench(cmd.Context(), e, f)
 		},
@@ -67,6 +78,7 @@ removed at the end. ` + latencyMethod + `.`,
 	f.load.add(fs, 10*time.Second)
 	fs.BoolVar(&f.baseline, "baseline", false, "also run a raw PLog insert loop (plog.Writer alone, same mode) and print the ratio")
 	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to this file")
+	f.timeline.add(fs)
 	fs.StringVar(&f.ackLog, "ack-log", "", "append each acknowledged command (partition, offset, WSID, numbers) to this file, fsynced before it counts (for verify --acks)")
 	return cmd
 }
@@ -208,9 +220,21 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 	}
 	rep.Actualization = actReport{WallMs: msf(ost.wall), SlowestMs: msf(ost.maxTook), EventsReplayed: ost.events}
 
+	title := fmt.Sprintf("cqlseq bench: %s, mode %s, %s, %s per partition", rep.Store, rep.Mode,
+		plural(uint64(rep.Partitions), "partition", "partitions"), plural(uint64(rep.Concurrency), "client", "clients"))
+	rec, err := f.timeline.recorder(title)
+	if err != nil {
+		return err
+	}
+	lc.timeline = rec
 	stop := e.timedProgress("sequencer", f.load.duration, &count)
 	res := runCommands(ctx, parts.parts, lc)
 	stop()
+	var tl *timeline.Timeline
+	if rec != nil {
+		tl = rec.Timeline(time.Now())
+	}
+	lc.timeline = nil
 	if err := parts.close(); err != nil {
 		return err
 	}
@@ -247,6 +271,9 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 		if err := writeJSON(f.jsonFile, &rep); err != nil {
 			return err
 		}
+	}
+	if err := f.timeline.write(e, tl); err != nil {
+		return err
 	}
 	return benchOutcome(ctx, &res, &rep)
 }

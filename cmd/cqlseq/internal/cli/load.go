@@ -12,6 +12,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/internal/latency"
+	"github.com/cqlseq/cqlseq/internal/timeline"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"
@@ -224,6 +225,9 @@ type loadConfig struct {
 	// ack, if set, records a command that succeeded before it is counted;
 	// an error stops the worker (reported as stopped).
 	ack func(p isequencer.PartitionID, ws isequencer.WSID, res apppart.Result) error
+	// timeline, if set, records each command's outcome per interval: every
+	// worker records into a Shard of it (runCommands only).
+	timeline *timeline.Recorder
 }
 
 // loadResult is what a load run did.
@@ -237,6 +241,7 @@ type loadResult struct {
 	stopped  error // a partition stopped after a conflict
 	elapsed  time.Duration
 	lat      *latency.Histogram // latency of completed commands
+	shard    *timeline.Shard    // a worker's: its share of loadConfig.timeline (nil: none)
 
 	lastOffset  isequencer.PLogOffset   // a worker's: the largest offset of its partition it wrote
 	lastOffsets []isequencer.PLogOffset // the total's: per partition
@@ -287,9 +292,13 @@ func runWorkers(ctx context.Context, c loadConfig, work func(ctx context.Context
 		for w := range c.concurrency {
 			i := p*c.concurrency + w
 			results[i].lat = latency.New()
+			if c.timeline != nil {
+				results[i].shard = c.timeline.NewShard()
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer results[i].shard.Flush()
 				rng := rand.New(rand.NewPCG(c.seed, uint64(i)))
 				work(ctx, p, rng, deadline, &results[i])
 			}()
@@ -314,7 +323,10 @@ func refusedErr(err error) bool {
 // runCommands drives the partitions with commands: each picks a random
 // workspace of its partition and takes commandSeqs. A refused command
 // (refusedErr: no permission, bad credentials, TLS) stops every worker at
-// once, reported as stopped.
+// once, reported as stopped. With c.timeline, each command's outcome is
+// recorded when it is known: acknowledged (exactly the commands counted),
+// busy, or failed (every error but a cancellation at the end of the run,
+// including an ack log that could not record it).
 func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) loadResult {
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
@@ -334,10 +346,14 @@ func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) 
 				if c.ack != nil {
 					if err := c.ack(isequencer.PartitionID(p), cmd.WSID, res); err != nil {
 						r.stopped = err
+						r.shard.Fail(time.Now())
 						return
 					}
 				}
-				r.lat.Record(time.Since(began))
+				now := time.Now()
+				lat := now.Sub(began)
+				r.lat.Record(lat)
+				r.shard.Ack(now, lat)
 				r.commands++
 				r.numbers += uint64(len(res.Numbers))
 				r.lastOffset = max(r.lastOffset, res.Offset)
@@ -346,22 +362,27 @@ func runCommands(ctx context.Context, parts []*apppart.Partition, c loadConfig) 
 				}
 			case errors.Is(err, apppart.ErrBusy):
 				r.busy++
+				r.shard.Busy(time.Now())
 				time.Sleep(busyBackoff)
 			case ctx.Err() != nil, errors.Is(err, apppart.ErrClosed):
 				return
 			case c.killed != nil && c.killed.Load():
 				r.killed++
+				r.shard.Fail(time.Now())
 				return
 			case errors.Is(err, apppart.ErrStopped):
 				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				r.shard.Fail(time.Now())
 				return
 			case refusedErr(err):
 				r.errors++
 				r.stopped = fmt.Errorf("partition %d: %w", p, err)
+				r.shard.Fail(time.Now())
 				abort(r.stopped)
 				return
 			default:
 				r.errors++
+				r.shard.Fail(time.Now())
 				if r.firstErr == nil {
 					r.firstErr = fmt.Errorf("partition %d: %w", p, err)
 				}

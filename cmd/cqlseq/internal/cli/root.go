@@ -1,5 +1,5 @@
 // Package cli is the cqlseq command: demo, bench, migrate, inspect, verify,
-// alloc and actualize. Main runs it in-process (the tests do) with the caller's
+// alloc, actualize and plot. Main runs it in-process (the tests do) with the caller's
 // arguments, output streams and context.
 //
 // Exit codes: 0 success, 1 a runtime failure (unreachable store, failed
@@ -117,8 +117,9 @@ func newRoot(e *env) *cobra.Command {
 		Use:   "cqlseq",
 		Short: "Per-workspace sequence numbers, durable in Cassandra/ScyllaDB or bbolt",
 		Long: `cqlseq hands out per-workspace sequence numbers for event-sourced platforms.
-This command runs a demo, benchmarks a store, applies the CQL schema, and
-inspects or verifies a partition's event log (PLog) and stored numbers.
+This command runs a demo, benchmarks a store, applies the CQL schema,
+inspects or verifies a partition's event log (PLog) and stored numbers, and
+draws a recorded run's timeline again (plot).
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.`,
 		SilenceUsage:  true,
@@ -147,7 +148,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.`,
 	pf.StringVar(&e.logLevel, "log-level", "error", "log level of library messages on stderr: debug, info, warn, error")
 	pf.BoolVar(&e.noProgress, "no-progress", false, "no progress bar (it is shown only when stderr is a terminal)")
 	root.AddCommand(newDemoCmd(e), newBenchCmd(e), newMigrateCmd(e), newInspectCmd(e), newVerifyCmd(e))
-	root.AddCommand(newAllocCmd(e), newActualizeCmd(e))
+	root.AddCommand(newAllocCmd(e), newActualizeCmd(e), newPlotCmd(e))
 	return root
 }
 
