@@ -146,7 +146,7 @@ func runPlot(e *env, f *plotFlags) error {
 	}
 	acked, _, _ := tl.Totals()
 	fmt.Fprintf(e.stdout, "plot %s: %s of %v (%v), %s acknowledged, %s shaded\n", f.out,
-		plural(uint64(len(tl.Intervals)), "interval", "intervals"), tl.Interval, tl.Duration(), commas(acked),
+		plural(uint64(len(tl.Intervals)), "interval", "intervals"), tl.Interval, tl.Duration().Round(time.Millisecond), commas(acked),
 		plural(uint64(len(f.parsedRegions)), "region", "regions"))
 	return nil
 }

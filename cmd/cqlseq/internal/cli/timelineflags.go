@@ -24,6 +24,11 @@ JSON (name ending in .json) or CSV (.csv), with a header giving the format,
 the start time (UTC), the interval and the units (docs/testing.md, Timelines).
 cqlseq plot draws it again.`
 
+// minTimelineInterval bounds --timeline-interval: each interval holds
+// latency buckets, and a picture of more intervals than points on it says
+// no more.
+const minTimelineInterval = 10 * time.Millisecond
+
 // timelineFlags are --timeline, --timeline-interval and --plot: what a
 // load run did per interval, as a file and as a picture.
 type timelineFlags struct {
@@ -50,8 +55,8 @@ func (f *timelineFlags) validate() []error {
 	if f.plot != "" && !isSVG(f.plot) {
 		errs = append(errs, fmt.Errorf("--plot %q: want a file name ending in .svg", f.plot))
 	}
-	if f.interval <= 0 {
-		errs = append(errs, fmt.Errorf("--timeline-interval %v: want > 0", f.interval))
+	if f.interval < minTimelineInterval {
+		errs = append(errs, fmt.Errorf("--timeline-interval %v: want at least %v", f.interval, minTimelineInterval))
 	}
 	return errs
 }
@@ -119,7 +124,11 @@ func (f *timelineFlags) write(e *env, tl *timeline.Timeline) error {
 		if err := chart.WriteFile(f.plot, tl, chart.Options{}); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
-		fmt.Fprintf(e.stdout, "%-15s%s: rate and latency over time (redraw: cqlseq plot --timeline FILE --out FILE.svg)\n", "plot", f.plot)
+		redraw := "record it with --timeline FILE to draw it again"
+		if f.file != "" {
+			redraw = "drawn again by cqlseq plot --timeline " + f.file + " --out FILE.svg"
+		}
+		fmt.Fprintf(e.stdout, "%-15s%s: rate and latency over time (%s)\n", "plot", f.plot, redraw)
 	}
 	return nil
 }
