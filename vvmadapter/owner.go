@@ -49,8 +49,13 @@ func (o *Owner) App() isequencer.ClusterAppID { return o.a.app }
 // Partition returns the partition owned.
 func (o *Owner) Partition() isequencer.PartitionID { return o.part }
 
-// Epoch returns the owner's epoch (> 0).
-func (o *Owner) Epoch() uint64 { return o.versions.Epoch() }
+// Epoch returns the owner's epoch (> 0); 0 for a nil Owner.
+func (o *Owner) Epoch() uint64 {
+	if o == nil {
+		return 0
+	}
+	return o.versions.Epoch()
+}
 
 // Versions returns the owner's write versions, for the other rows the
 // owner writes unconditionally (the PLog's trust2 events, records).

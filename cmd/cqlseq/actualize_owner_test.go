@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -41,8 +43,22 @@ func TestActualizeWriteAfterAnOwnerCrashedBetweenNumbersAndOffset(t *testing.T) 
 			require.NoError(t, bolt.Close())
 
 			out, err := child("actualize", "--store", "bbolt", "--file", file, "--app", fmt.Sprint(appparttest.App),
-				"--partition", fmt.Sprint(ownerPart), "--write").CombinedOutput()
+				"--partition", fmt.Sprint(ownerPart), "--write", "--json", file+".json").CombinedOutput()
 			require.NoError(t, err, "%s", out)
+			var report struct {
+				Written    bool `json:"written"`
+				Partitions []struct {
+					Epoch          uint64 `json:"epoch"`
+					NextPLogOffset uint64 `json:"next_plog_offset"`
+				} `json:"partitions"`
+			}
+			b, err := os.ReadFile(file + ".json")
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &report))
+			require.Len(t, report.Partitions, 1)
+			assert.True(t, report.Written)
+			assert.Equal(t, uint64(2), report.Partitions[0].Epoch, "the epoch the tool took")
+			assert.Equal(t, uint64(7), report.Partitions[0].NextPLogOffset)
 			t.Logf("cqlseq actualize --write:\n%s", out)
 			assert.Contains(t, string(out), fmt.Sprintf("took over partition %d: epoch 2, stored next offset none stored, 2 PLog blocks fenced", ownerPart), "the block of the 6 events and the first empty one")
 			assert.Contains(t, string(out), "6 events read, next PLog offset 7")

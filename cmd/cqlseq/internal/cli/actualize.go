@@ -94,7 +94,7 @@ holds), nothing is written and actualize exits 1. After --write with
 	fs.Uint32Var(&f.app, "app", 0, "cluster application ID of the sequence rows (required)")
 	fs.UintSliceVar(&f.partitions, "partition", nil, "partitions to actualize (repeat or comma-separate; required)")
 	fs.StringVar(&f.jsonFile, "json", "", "write the result as JSON to this file")
-	fs.BoolVar(&f.write, "write", false, "store the numbers and the next PLog offset (default: write nothing)")
+	fs.BoolVar(&f.write, "write", false, "take each partition over (a new epoch; the cqlseq PLog's fences), then store the numbers and the next PLog offset (default: write nothing)")
 	fs.BoolVar(&f.opaqueCorrupted, "opaque-corrupted", false, "voedger: accept sys.Corrupted events whose original bytes do not decode (they then count with their WLog offset only: make sure their records' IDs are not issued again)")
 	return cmd
 }
@@ -129,7 +129,10 @@ type actualizeJSON struct {
 }
 
 type actualizedPartition struct {
-	Partition      uint16 `json:"partition"`
+	Partition uint16 `json:"partition"`
+	// Epoch is the epoch --write took the partition over with (absent
+	// without --write).
+	Epoch          uint64 `json:"epoch,omitempty"`
 	NextPLogOffset uint64 `json:"next_plog_offset"`
 	Events         uint64 `json:"events"`
 	// OffsetReached is the offset of the last event read (0: none);
@@ -239,7 +242,7 @@ func runActualize(ctx context.Context, e *env, f *actualizeFlags) (err error) {
 			return fmt.Errorf("partition %d: %w", p, err)
 		}
 		printActualized(e, a, &rd)
-		jp := actualizedPartition{Partition: uint16(a.Partition), NextPLogOffset: uint64(a.Next), Events: a.Events,
+		jp := actualizedPartition{Partition: uint16(a.Partition), Epoch: owner.Epoch(), NextPLogOffset: uint64(a.Next), Events: a.Events,
 			OffsetReached: uint64(rd.last), ReadSeconds: rd.elapsed().Seconds(), EventsPerSecond: rd.rate(), Numbers: []actualizedNumber{}}
 		for _, n := range a.Numbers {
 			jp.Numbers = append(jp.Numbers, actualizedNumber{WSID: uint64(n.WSID), SeqID: uint16(n.SeqID), Last: uint64(n.Last), Next: uint64(n.Next)})
