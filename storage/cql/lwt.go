@@ -384,6 +384,8 @@ func planBatchIf(pKey []byte, conds []storage.Condition, rows []storage.Row) (ba
 
 // batch returns a batch for a conditional write bounded by qctx.
 func (s *Store) batch(qctx context.Context) *gocql.Batch {
+	s.stmts.all.Add(1)
+	s.stmts.conditional.Add(1)
 	b := s.session.Batch(gocql.LoggedBatch).WithContext(qctx).SerialConsistency(s.o.SerialConsistency).RetryPolicy(neverRetry{}).
 		SetRequestTimeout(s.o.LWTAttemptTimeout)
 	b.SetConsistency(s.o.Consistency)

@@ -49,6 +49,8 @@ type Store struct {
 	health  *health                          // nil: DisableHealth, or a caller's Session
 	hedge   gocql.SpeculativeExecutionPolicy // nil: no hedging
 	clock   monotonicMicros
+	// stmts counts the statements sent (see StatementStats).
+	stmts struct{ all, conditional atomic.Uint64 }
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -293,6 +295,25 @@ func (s *Store) HealthStats() (HealthStats, bool) {
 	return s.health.Stats(), true
 }
 
+// StatementStats counts the CQL statements a Store sent, cumulative since
+// Open. A statement is one request as the caller sees it: a query, one
+// page of a paged read, or a batch (UNLOGGED or conditional) with all its
+// entries; a retry or hedge of it is not another statement (those are
+// HealthStats.Attempts). Schema checks made by Open are included.
+type StatementStats struct {
+	// Statements are all statements, the conditional ones included.
+	Statements uint64
+	// Conditional are the lightweight transactions (IF ...): conditional
+	// queries and conditional batches. Their SERIAL re-reads are plain
+	// statements.
+	Conditional uint64
+}
+
+// StatementStats returns the statements sent so far (see StatementStats).
+func (s *Store) StatementStats() StatementStats {
+	return StatementStats{Statements: s.stmts.all.Load(), Conditional: s.stmts.conditional.Load()}
+}
+
 // queryCtx bounds one statement, all its attempts, by Options.Timeout (or
 // ctx's earlier deadline).
 func (s *Store) queryCtx(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -305,6 +326,7 @@ func (s *Store) queryCtx(ctx context.Context) (context.Context, context.CancelFu
 
 // query is a statement of any kind; read, write and conditional qualify it.
 func (s *Store) query(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	s.stmts.all.Add(1)
 	return s.session.Query(stmt, args...).
 		Consistency(s.o.Consistency).
 		SerialConsistency(s.o.SerialConsistency).
@@ -337,6 +359,7 @@ func (s *Store) write(ctx context.Context, ts int64, stmt string, args ...any) *
 // writeBatch is an UNLOGGED batch of plain writes at client timestamp ts,
 // qualified as write qualifies a statement.
 func (s *Store) writeBatch(ctx context.Context, ts int64) *gocql.Batch {
+	s.stmts.all.Add(1)
 	b := s.session.Batch(gocql.UnloggedBatch).WithContext(ctx)
 	b.SetConsistency(s.o.Consistency)
 	if s.o.DisableHealth {
@@ -352,6 +375,7 @@ func (s *Store) writeBatch(ctx context.Context, ts int64) *gocql.Batch {
 // conditionalQuery is an LWT statement: one attempt (neverRetry), never
 // hedged, bounded by LWTAttemptTimeout.
 func (s *Store) conditionalQuery(ctx context.Context, stmt string, args ...any) *gocql.Query {
+	s.stmts.conditional.Add(1)
 	return s.query(ctx, stmt, args...).RetryPolicy(neverRetry{}).SetRequestTimeout(s.o.LWTAttemptTimeout)
 }
 
