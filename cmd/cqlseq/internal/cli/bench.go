@@ -100,6 +100,7 @@ type benchReport struct {
 	Baseline      *phaseReport   `json:"baseline,omitempty"`
 	Ratio         float64        `json:"sequencer_to_baseline,omitempty"`
 	CQL           *cqlHostReport `json:"cql_hosts,omitempty"`
+	Cost          *costReport    `json:"cost,omitempty"` // the sequencer run's; nil: no command acknowledged
 	LatencyMethod string         `json:"latency_method"`
 }
 
@@ -227,6 +228,10 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 		return err
 	}
 	lc.timeline = rec
+	costBefore, err := readCostCounts(in.mc, store)
+	if err != nil {
+		return err
+	}
 	stop := e.timedProgress("sequencer", f.load.duration, &count)
 	res := runCommands(ctx, parts.parts, lc)
 	stop()
@@ -238,6 +243,11 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 	if err := parts.close(); err != nil {
 		return err
 	}
+	costAfter, err := readCostCounts(in.mc, store)
+	if err != nil {
+		return err
+	}
+	rep.Cost = newCostReport(costBefore, costAfter, res.commands)
 	rep.Sequencer = newPhaseReport(&res)
 	rep.Busy.Rejections = res.busy
 	rep.Busy.Actualizing, rep.Busy.Unflushed = parts.busyByReason()
@@ -332,6 +342,7 @@ func printBench(w io.Writer, r *benchReport) {
 		commas(r.Busy.Rejections), commas(r.Busy.Actualizing), commas(r.Busy.Unflushed))
 	fmt.Fprintf(w, "  flushes        %s writes of %s values: %.1f values per write on average, %s at most\n",
 		commas(r.Flush.Flushes), commas(r.Flush.Values), r.Flush.MeanBatch, commas(r.Flush.MaxBatch))
+	printCost(w, r.Cost)
 	if c := r.CQL; c != nil {
 		suspected := "none"
 		if len(c.SuspectedAtEnd) > 0 {
