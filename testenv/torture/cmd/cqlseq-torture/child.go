@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
 // child is a running child process (a cqlseq bench).
@@ -21,6 +23,11 @@ type child struct {
 	json   string
 	out    string // its stdout
 	errOut string // its stderr
+	// timeline is the file bench --timeline writes (not when SIGKILLed).
+	timeline string
+	// sampler samples ackLog while the phase runs (see track).
+	sampler  *torture.Sampler
+	exitedAt time.Time // set before done is closed
 }
 
 // startBench starts cqlseq bench on ks in mode with load ld, appending to
@@ -29,11 +36,15 @@ type child struct {
 func (t *tort) startBench(ks, mode string, ld load, ackLog, tag string, extra ...string) (*child, error) {
 	jsonFile := filepath.Join(t.c.dir, tag+".json")
 	_ = os.Remove(jsonFile)
+	tl := filepath.Join(t.c.dir, tag+".timeline.json")
+	removeIfExists(tl)
+	extra = append([]string{"--timeline", tl, "--timeline-interval", timelineInterval.String()}, extra...)
 	c, err := startChild(t.c.dir, tag, t.c.cqlseq, t.benchArgs(ks, mode, ld, ackLog, jsonFile, extra)...)
 	if err != nil {
 		return nil, err
 	}
-	c.ackLog, c.json = ackLog, jsonFile
+	c.ackLog, c.json, c.timeline = ackLog, jsonFile, tl
+	t.track(c)
 	return c, nil
 }
 
@@ -59,6 +70,7 @@ func startChild(dir, tag, name string, args ...string) (*child, error) {
 	}
 	go func() {
 		c.err = c.cmd.Wait()
+		c.exitedAt = time.Now()
 		_, _ = fo.Close(), fe.Close()
 		close(c.done)
 	}()

@@ -83,6 +83,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -181,6 +182,9 @@ type tort struct {
 	failed  bool     // a check failed
 	missed  bool     // a rate target was missed
 	out     io.Writer
+	// records are the phases' records (plots, report), cur the running one's.
+	records []*phaseRecord
+	cur     *phaseRecord
 }
 
 func run(args []string) error {
@@ -306,6 +310,11 @@ func run(args []string) error {
 		strings.Join(c.phases, ","), c.benchArgs)
 	err := t.runPhases(ctx)
 	t.printTable()
+	if rerr := t.writeReport(err); rerr != nil {
+		t.logf("report: %v", rerr)
+	} else {
+		t.logf("report: %s", filepath.Join(t.c.dir, reportFile))
+	}
 	for _, r := range t.repairs {
 		fmt.Fprintf(t.out, "cluster repair: %s\n", r)
 	}

@@ -59,7 +59,10 @@ func (t *tort) runPhases(ctx context.Context) error {
 		if err := t.waitWhole(ctx, name); err != nil {
 			return err
 		}
-		if err := p.run(ctx, t); err != nil {
+		t.beginPhase(name)
+		err := p.run(ctx, t)
+		t.endPhase()
+		if err != nil {
 			return err
 		}
 	}

@@ -50,6 +50,7 @@ func (t *tort) kills(ctx context.Context) error {
 			return ctx.Err()
 		}
 		c.kill()
+		t.mark("kill "+m, c.exitedAt, c.exitedAt)
 		r.faults++
 		if (i+1)%10 == 0 {
 			t.logf("kills: %d of %d", i+1, t.c.kills)

@@ -178,11 +178,15 @@ func (t *tort) startToolsOwner(g toolsTarget, mode, ackLog, tag string, extra ..
 		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
 		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
 		"--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m"}
+	tl := filepath.Join(t.c.dir, tag+".timeline.json")
+	removeIfExists(tl)
+	args = append(args, "--timeline", tl, "--timeline-interval", timelineInterval.String())
 	c, err := startChild(t.c.dir, tag, t.c.cqlseq, append(args, extra...)...)
 	if err != nil {
 		return nil, err
 	}
-	c.ackLog, c.json = ackLog, jsonFile
+	c.ackLog, c.json, c.timeline = ackLog, jsonFile, tl
+	t.track(c)
 	return c, nil
 }
 

@@ -87,6 +87,7 @@ func (t *tort) rated(ctx context.Context, name, mode string, n int, targets tort
 			return nil, fmt.Errorf("%s #%d: %w", tag, i+1, err)
 		}
 		r.faults++
+		t.mark(what, f.Began, f.Ended)
 		// Recovery: the first ack after the fault ended.
 		if steady, err = t.ackAfter(ctx, c, smp, f.Ended, 3*time.Minute); err != nil {
 			return nil, fmt.Errorf("%s #%d: %w", tag, i+1, err)
@@ -94,6 +95,7 @@ func (t *tort) rated(ctx context.Context, name, mode string, n int, targets tort
 		r.recovery = max(r.recovery, steady.Sub(f.Ended))
 		fr := t.rates(smp, f, what, targets)
 		r.rates = append(r.rates, fr)
+		t.rateTarget(targets, fr)
 		t.logf("%s #%d (%s): %s", tag, i+1, what, fr.describe())
 	}
 	r.failed = c.interrupt()
