@@ -31,6 +31,7 @@ type benchFlags struct {
 	jsonFile string
 	ackLog   string
 	timeline timelineFlags
+	nodePIDs []int
 }
 
 func newBenchCmd(e *env) *cobra.Command {
@@ -66,6 +67,9 @@ Both files are checked to be writable before the run starts.`,
 			if err := f.timeline.checkWritable(); err != nil {
 				return err
 			}
+			if err := checkNodePIDs(f.nodePIDs); err != nil {
+				return err
+			}
 			return runBench(cmd.Context(), e, f)
 		},
 	}
@@ -79,6 +83,8 @@ Both files are checked to be writable before the run starts.`,
 	fs.BoolVar(&f.baseline, "baseline", false, "also run a raw PLog insert loop (plog.Writer alone, same mode) and print the ratio")
 	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to this file")
 	f.timeline.add(fs)
+	fs.IntSliceVar(&f.nodePIDs, "node-pids", nil, "PIDs of the store's local node processes: report their CPU time per command")
+	_ = fs.MarkHidden("node-pids")
 	fs.StringVar(&f.ackLog, "ack-log", "", "append each acknowledged command (partition, offset, WSID, numbers) to this file, fsynced before it counts (for verify --acks)")
 	return cmd
 }
@@ -228,7 +234,7 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 		return err
 	}
 	lc.timeline = rec
-	costBefore, err := readCostCounts(in.mc, store)
+	costBefore, err := readCostCounts(in.mc, store, f.nodePIDs)
 	if err != nil {
 		return err
 	}
@@ -243,7 +249,7 @@ func runBench(ctx context.Context, e *env, f *benchFlags) (err error) {
 	if err := parts.close(); err != nil {
 		return err
 	}
-	costAfter, err := readCostCounts(in.mc, store)
+	costAfter, err := readCostCounts(in.mc, store, f.nodePIDs)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage/cql"
@@ -16,17 +19,21 @@ const costCounted = "from just before the sequencer run's first command until it
 	"storage calls as the metrics wrapper records them (every call, failed ones included, by operation); " +
 	"CQL statements as the CQL store sends them (a query, a page of a read, or a batch, UNLOGGED or conditional, is one; " +
 	"a PutBatch is one per partition it writes, more if a partition's rows exceed the batch limits; retries and hedges are not statements but attempts), " +
-	"conditional statements the lightweight transactions among them; each divided by the commands acknowledged"
+	"conditional statements the lightweight transactions among them; " +
+	"CPU: user+system time of this process and, with --node-pids, of the given node processes, from /proc/<pid>/stat; each divided by the commands acknowledged"
 
 // costCounts is a snapshot of the counters bench's cost is computed from.
 type costCounts struct {
-	calls map[string]uint64   // storage calls by operation
-	cql   *cql.StatementStats // nil: not a CQL store
+	calls     map[string]uint64   // storage calls by operation
+	cql       *cql.StatementStats // nil: not a CQL store
+	clientCPU *time.Duration      // this process's user+system CPU; nil: not readable
+	nodeCPU   *time.Duration      // the node processes' (--node-pids); nil: none given, or one not readable
 }
 
-// readCostCounts snapshots the storage calls recorded by mc and, for a CQL
-// store, its statements.
-func readCostCounts(mc *metrics.Collectors, store *openedStore) (costCounts, error) {
+// readCostCounts snapshots the storage calls recorded by mc, for a CQL
+// store its statements, and the CPU time of this process and of the
+// processes nodePIDs.
+func readCostCounts(mc *metrics.Collectors, store *openedStore, nodePIDs []int) (costCounts, error) {
 	calls, err := mc.StorageCalls()
 	if err != nil {
 		return costCounts{}, err
@@ -36,7 +43,63 @@ func readCostCounts(mc *metrics.Collectors, store *openedStore) (costCounts, err
 		s := cs.StatementStats()
 		c.cql = &s
 	}
+	if d, err := procCPU("self"); err == nil {
+		c.clientCPU = &d
+	}
+	if len(nodePIDs) > 0 {
+		var sum time.Duration
+		for _, pid := range nodePIDs {
+			d, err := procCPU(strconv.Itoa(pid))
+			if err != nil {
+				return c, nil
+			}
+			sum += d
+		}
+		c.nodeCPU = &sum
+	}
 	return c, nil
+}
+
+// userHZ is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on
+// Linux whatever the kernel's tick).
+const userHZ = 100
+
+// procCPU returns the user+system CPU time of process pid ("self" for
+// this one) from /proc/<pid>/stat (utime and stime, fields 14 and 15).
+func procCPU(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces and parentheses
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
+	}
+	f := strings.Fields(s[i+1:]) // from field 3 (state) on
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
+	}
+	var ticks uint64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// checkNodePIDs returns an error naming the first of pids whose CPU time
+// cannot be read.
+func checkNodePIDs(pids []int) error {
+	for _, pid := range pids {
+		if _, err := procCPU(strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("--node-pids: %w", err)
+		}
+	}
+	return nil
 }
 
 // costReport is what the acknowledged commands cost the store: the counts
@@ -50,7 +113,11 @@ type costReport struct {
 	CQLStatementsPerCommand  *float64 `json:"cql_statements_per_command,omitempty"`
 	CQLConditional           *uint64  `json:"cql_conditional_statements,omitempty"`
 	CQLConditionalPerCommand *float64 `json:"cql_conditional_statements_per_command,omitempty"`
-	Counted                  string   `json:"counted"`
+	// CPU, user+system, in ms per command: this process's (on Linux), and
+	// the node processes' given by --node-pids (all of them summed).
+	ClientCPUMsPerCommand *float64 `json:"client_cpu_ms_per_command,omitempty"`
+	NodeCPUMsPerCommand   *float64 `json:"node_cpu_ms_per_command,omitempty"`
+	Counted               string   `json:"counted"`
 }
 
 // newCostReport returns the cost of commands acknowledged commands from
@@ -73,6 +140,15 @@ func newCostReport(before, after costCounts, commands uint64) *costReport {
 		r.CQLStatements, r.CQLStatementsPerCommand = &st, &stPer
 		r.CQLConditional, r.CQLConditionalPerCommand = &cond, &condPer
 	}
+	perCommand := func(b, a *time.Duration) *float64 {
+		if b == nil || a == nil {
+			return nil
+		}
+		v := msf(*a-*b) / n
+		return &v
+	}
+	r.ClientCPUMsPerCommand = perCommand(before.clientCPU, after.clientCPU)
+	r.NodeCPUMsPerCommand = perCommand(before.nodeCPU, after.nodeCPU)
 	return r
 }
 
@@ -104,4 +180,14 @@ func printCost(w io.Writer, r *costReport) {
 		stmts = fmt.Sprintf("%.2f CQL statements (%.2f conditional), ", *r.CQLStatementsPerCommand, *r.CQLConditionalPerCommand)
 	}
 	fmt.Fprintf(w, "  cost per command: %sstorage calls: %s\n", stmts, calls)
+	var cpu []string
+	if r.NodeCPUMsPerCommand != nil {
+		cpu = append(cpu, fmt.Sprintf("nodes %.3f ms", *r.NodeCPUMsPerCommand))
+	}
+	if r.ClientCPUMsPerCommand != nil {
+		cpu = append(cpu, fmt.Sprintf("client %.3f ms", *r.ClientCPUMsPerCommand))
+	}
+	if len(cpu) > 0 {
+		fmt.Fprintf(w, "  cpu per command: %s (user+system, from /proc)\n", strings.Join(cpu, ", "))
+	}
 }

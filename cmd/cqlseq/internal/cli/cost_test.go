@@ -31,7 +31,7 @@ func TestCostCountsCallsOfMemStore(t *testing.T) {
 	pk, ck := []byte("p"), []byte("c")
 
 	require.NoError(t, st.Put(ctx, pk, ck, []byte("before"))) // not counted
-	before, err := readCostCounts(mc, store)
+	before, err := readCostCounts(mc, store, nil)
 	require.NoError(t, err)
 	assert.Nil(t, before.cql, "not a CQL store")
 	for range 3 {
@@ -41,7 +41,7 @@ func TestCostCountsCallsOfMemStore(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.ApplyBatchIf(ctx, pk, []storage.Condition{{CCols: []byte("x")}}, []storage.Row{{PKey: pk, CCols: []byte("x"), Value: []byte("v")}})
 	require.NoError(t, err)
-	after, err := readCostCounts(mc, store)
+	after, err := readCostCounts(mc, store, nil)
 	require.NoError(t, err)
 
 	r := newCostReport(before, after, 2)
@@ -51,9 +51,37 @@ func TestCostCountsCallsOfMemStore(t *testing.T) {
 	assert.Equal(t, map[string]float64{"PutBatch": 1.5, "Get": 0.5, "ApplyBatchIf": 0.5}, r.CallsPerCommand)
 	assert.Nil(t, r.CQLStatementsPerCommand, "no CQL figures for another store")
 
+	require.NotNil(t, r.ClientCPUMsPerCommand, "this process's CPU, from /proc/self/stat")
+	assert.GreaterOrEqual(t, *r.ClientCPUMsPerCommand, 0.0)
+	assert.Nil(t, r.NodeCPUMsPerCommand, "no --node-pids")
+
 	var b bytes.Buffer
 	printCost(&b, r)
-	assert.Equal(t, "  cost per command: storage calls: PutBatch 1.50, ApplyBatchIf 0.50, Get 0.50\n", b.String())
+	assert.Contains(t, b.String(), "  cost per command: storage calls: PutBatch 1.50, ApplyBatchIf 0.50, Get 0.50\n")
+	assert.Contains(t, b.String(), "  cpu per command: client ")
+}
+
+// --node-pids: the CPU time of the given processes (here this one) over
+// the commands; a process that cannot be read is refused before the run.
+func TestCostNodeCPU(t *testing.T) {
+	mc, err := metrics.New(prometheus.NewRegistry())
+	require.NoError(t, err)
+	store := &openedStore{st: mem.New(mem.Options{})}
+	pids := []int{os.Getpid()}
+	require.NoError(t, checkNodePIDs(pids))
+	before, err := readCostCounts(mc, store, pids)
+	require.NoError(t, err)
+	require.NotNil(t, before.nodeCPU)
+	after, err := readCostCounts(mc, store, pids)
+	require.NoError(t, err)
+	r := newCostReport(before, after, 10)
+	require.NotNil(t, r.NodeCPUMsPerCommand)
+	assert.InDelta(t, msf(*after.nodeCPU-*before.nodeCPU)/10, *r.NodeCPUMsPerCommand, 1e-9)
+	var b bytes.Buffer
+	printCost(&b, r)
+	assert.Contains(t, b.String(), "  cpu per command: nodes ")
+
+	assert.ErrorContains(t, checkNodePIDs([]int{os.Getpid(), 1 << 30}), "--node-pids")
 }
 
 func TestCostCQLStatements(t *testing.T) {
