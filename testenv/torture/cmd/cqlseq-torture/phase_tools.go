@@ -336,6 +336,7 @@ func (t *tort) awaitKillPoint(ctx context.Context, c *child, st *toolsStats) err
 		case <-c.done:
 			if l, ok := atKillPoint(c); ok {
 				st.pointKills++
+				t.mark("kill point "+c.tag, c.exitedAt, c.exitedAt)
 				t.logf("tools: %s: %s (%d acks logged)", c.tag, l, countAcks(c.ackLog))
 			} else {
 				st.exits++
@@ -352,6 +353,7 @@ func (t *tort) awaitKillPoint(ctx context.Context, c *child, st *toolsStats) err
 		switch {
 		case !firstAck.IsZero() && time.Since(firstAck) > killPointLimit:
 			c.kill()
+			t.mark("kill "+c.tag, c.exitedAt, c.exitedAt)
 			if _, ok := atKillPoint(c); ok { // it got there first
 				st.pointKills++
 				return nil
@@ -379,6 +381,7 @@ func (t *tort) killAtRandom(ctx context.Context, c *child, st *toolsStats) error
 	select {
 	case <-time.After(d):
 		c.kill()
+		t.mark("kill "+c.tag, c.exitedAt, c.exitedAt)
 		st.randomKills++
 	case <-c.done:
 		st.exits++
@@ -422,6 +425,7 @@ func (t *tort) toolAgainstLiveOwner(ctx context.Context, g toolsTarget, c *child
 	select {
 	case <-time.After(2 * time.Second):
 		c.kill()
+		t.mark("kill "+c.tag, c.exitedAt, c.exitedAt)
 		st.randomKills++
 	case <-c.done:
 		st.exits++
@@ -509,6 +513,7 @@ func (t *tort) runTool(ctx context.Context, g toolsTarget, tag string, st *tools
 	defer cancel()
 	began := time.Now()
 	b, err := exec.CommandContext(cctx, t.c.cqlseq, args...).CombinedOutput()
+	t.mark("actualize --write", began, time.Now())
 	out := string(b)
 	outFile := filepath.Join(t.c.dir, tag+".out")
 	_ = os.WriteFile(outFile, b, 0o644)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
 // reportFile is the run's HTML report, in the run's directory.
@@ -61,6 +63,12 @@ func writeReportHTML(w io.Writer, dir, tables string, records []*phaseRecord, ru
 		switch {
 		case pr.svg != "":
 			p("<p><img src=\"%s\" alt=\"%s: rate and latency over time\"/></p>\n", esc(pr.svg), esc(pr.phase))
+			p("<p>Rate: the children's acknowledged commands summed, sampled from their ack logs every %v (a SIGKILLed child's too). "+
+				"Latency: the worst child's, only from the children that wrote a timeline (%d of %d; a SIGKILLed child writes none).", torture.DefaultSampleInterval, pr.timelines(), len(pr.children))
+			if pr.target > 0 {
+				p(" The dashed line: %s.", esc(pr.targetLabel))
+			}
+			p("</p>\n")
 		case pr.plotErr != "":
 			p("<p class=\"bad\">No plot: %s</p>\n", esc(pr.plotErr))
 		default:
@@ -152,4 +160,15 @@ func inline(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// timelines counts the children that wrote a timeline.
+func (pr *phaseRecord) timelines() int {
+	n := 0
+	for _, c := range pr.children {
+		if _, err := os.Stat(c.timeline); err == nil {
+			n++
+		}
+	}
+	return n
 }
