@@ -27,6 +27,7 @@ type child struct {
 	timeline string
 	// sampler samples ackLog while the phase runs (see track).
 	sampler  *torture.Sampler
+	started  time.Time // when it was started
 	exitedAt time.Time // set before done is closed
 }
 
@@ -68,6 +69,7 @@ func startChild(dir, tag, name string, args ...string) (*child, error) {
 		_, _ = fo.Close(), fe.Close()
 		return nil, err
 	}
+	c.started = time.Now()
 	go func() {
 		c.err = c.cmd.Wait()
 		c.exitedAt = time.Now()

@@ -117,6 +117,14 @@ func (t *tort) skew(ctx context.Context, sc skewScenario, mode string) error {
 		if err := t.runOwner(ctx, c, o, i == 0, nm); err != nil {
 			return fmt.Errorf("skew: %w", err)
 		}
+		if so.offset != 0 || so.stepBack > 0 {
+			// Shaded: the owners whose clock is off (the others run on the real clock).
+			label := "clock " + fmtOffset(so.offset)
+			if so.stepBack > 0 {
+				label += fmt.Sprintf(", back %v", so.stepBack)
+			}
+			t.mark(label, c.started, c.exitedAt)
+		}
 		if k := time.Now().Add(so.offset); k.After(lastStamp) {
 			lastStamp = k
 		}
