@@ -58,12 +58,17 @@ func (t *tort) contested(ctx context.Context) error {
 			cs = append(cs, c)
 		}
 		var fault chan error
+		var pf torture.Fault // the pause, once fault has answered
+		pauseLabel := ""
+		t.mark(fmt.Sprintf("takeover #%d", i+1), kids[0].started, kids[1].started)
 		if pause {
 			node := 1 + t.rng.IntN(3)
 			t.logf("contested #%d: two owners take over at once, node %d SIGSTOPped for %v", i+1, node, t.c.contestPause)
 			fault = make(chan error, 1)
+			pauseLabel = fmt.Sprintf("node %d paused", node)
 			go func() {
-				_, err := t.pauseNode(ctx, node, t.c.contestPause)
+				var err error
+				pf, err = t.pauseNode(ctx, node, t.c.contestPause)
 				fault <- err
 			}()
 			paused++
@@ -89,6 +94,7 @@ func (t *tort) contested(ctx context.Context) error {
 			if err := <-fault; err != nil {
 				return fmt.Errorf("contested #%d: pausing a node: %w", i+1, err)
 			}
+			t.mark(pauseLabel, pf.Began, pf.Ended)
 		}
 		r.faults++
 		var tk [2][]torture.TakeoverLog

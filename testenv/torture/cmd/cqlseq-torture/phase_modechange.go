@@ -46,6 +46,10 @@ func (t *tort) modeChange(ctx context.Context) error {
 			if err := t.runOwner(ctx, c, o, false, nm); err != nil {
 				return fmt.Errorf("modechange: %w", err)
 			}
+			if i == 0 && len(cs) > 1 {
+				t.mark("mode "+mode, c.started, c.started)
+			}
+			t.mark("kill", c.exitedAt, c.exitedAt)
 			r.faults++
 			if _, err := scanOwner(c, nm); err != nil {
 				return err
