@@ -80,6 +80,7 @@ func (t *tort) owners(ctx context.Context) error {
 		}
 		t.logf("owners #%d: SIGSTOP owner A (pid %d), owner B takes over", i+1, a.cmd.Process.Pid)
 		_ = a.cmd.Process.Signal(syscall.SIGSTOP)
+		stopped := time.Now()
 		if err := sleep(ctx, t.c.timeout+2*time.Second); err != nil {
 			return err
 		}
@@ -93,6 +94,7 @@ func (t *tort) owners(ctx context.Context) error {
 		}
 		nA := countAcks(rd.ackA)
 		_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		t.mark(fmt.Sprintf("A stopped, B takes over #%d", i+1), stopped, time.Now())
 		if err := sleep(ctx, 5*time.Second); err != nil {
 			return err
 		}
