@@ -109,6 +109,9 @@ func (t *tort) benchArgs(ks, mode string, ld load, ackLog, jsonFile string, extr
 func (c *child) kill() {
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	<-c.done
+	if c.sampler != nil {
+		c.sampler.Stop() // its last sample: the ack log as the child left it
+	}
 }
 
 // stop kills the child unless it has ended.

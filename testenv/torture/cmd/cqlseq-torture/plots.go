@@ -171,6 +171,16 @@ func (pr *phaseRecord) draw(dir string) {
 
 func (pr *phaseRecord) drawSeries(dir string, series []childSeries) {
 	tl := phaseTimeline(pr.phase+": the children's acknowledged commands", series)
+	if len(tl.Intervals) == 0 && len(pr.windows) > 0 {
+		// No samples: the faults are drawn from the first one's start.
+		first := pr.windows[0].began
+		for _, w := range pr.windows {
+			if w.began.Before(first) {
+				first = w.began
+			}
+		}
+		tl.Start = first.UTC().Round(0)
+	}
 	o := chart.Options{Regions: regions(tl.Start, pr.windows), Width: 900, Height: 500}
 	if pr.target > 0 {
 		o.Target = &chart.Target{Rate: pr.target, Label: pr.targetLabel}
@@ -187,6 +197,18 @@ func (pr *phaseRecord) drawSeries(dir string, series []childSeries) {
 func (t *tort) beginPhase(name string) {
 	t.cur = &phaseRecord{phase: name}
 	t.records = append(t.records, t.cur)
+}
+
+// subPhase starts a record of its own for a part of the running phase
+// (a rated phase's run in one mode, with its own target), unless the
+// phase has recorded nothing yet: then it only names it.
+func (t *tort) subPhase(name string) {
+	if t.cur != nil && len(t.cur.children) == 0 && len(t.cur.windows) == 0 {
+		t.cur.phase = name
+		return
+	}
+	t.endPhase()
+	t.beginPhase(name)
 }
 
 func (t *tort) endPhase() {

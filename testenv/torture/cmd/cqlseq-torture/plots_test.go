@@ -147,3 +147,24 @@ func translucentFill(style string) bool {
 	}
 	return false
 }
+
+// TestSubPhaseOneRecordPerMode: a rated phase run in two modes gets a
+// record (and a plot) per mode; the phase's empty record is only renamed.
+func TestSubPhaseOneRecordPerMode(t *testing.T) {
+	dir := t.TempDir()
+	tt := &tort{c: config{dir: dir}, out: io.Discard}
+	t0 := time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
+	tt.beginPhase("partition")
+	tt.subPhase("partition trust2")
+	tt.mark("node 3 cut", t0, t0.Add(time.Second))
+	tt.subPhase("partition fenced")
+	tt.mark("node 3 cut", t0, t0.Add(time.Second))
+	tt.endPhase()
+	require.Len(t, tt.records, 2)
+	for i, want := range []string{"partition trust2", "partition fenced"} {
+		assert.Equal(t, want, tt.records[i].phase)
+		assert.Len(t, tt.records[i].windows, 1)
+		assert.FileExists(t, filepath.Join(dir, tt.records[i].svg))
+	}
+	assert.Nil(t, tt.cur)
+}

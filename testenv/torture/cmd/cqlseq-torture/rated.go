@@ -56,6 +56,7 @@ type injector func(ctx context.Context, i int) (torture.Fault, string, error)
 // is interrupted and its acks verified.
 func (t *tort) rated(ctx context.Context, name, mode string, n int, targets torture.Targets, inject injector) (*row, error) {
 	tag := name + "_" + mode
+	t.subPhase(name + " " + mode)
 	ks, err := t.keyspace(ctx, tag)
 	if err != nil {
 		return nil, err
