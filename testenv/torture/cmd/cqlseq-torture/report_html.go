@@ -21,10 +21,12 @@ const reportFile = "report.html"
 // and self-contained: no script, font or style sheet from the network.
 func (t *tort) writeReport(runErr error) error {
 	var tables bytes.Buffer
-	out := t.out
-	t.out = &tables
-	t.printTable()
-	t.out = out
+	if len(t.rows) > 0 {
+		out := t.out
+		t.out = &tables
+		t.printTable()
+		t.out = out
+	}
 	var b bytes.Buffer
 	writeReportHTML(&b, t.c.dir, tables.String(), t.records, runErr, t.failed, t.missed)
 	return os.WriteFile(filepath.Join(t.c.dir, reportFile), b.Bytes(), 0o644)
@@ -57,6 +59,9 @@ func writeReportHTML(w io.Writer, dir, tables string, records []*phaseRecord, ru
 		return
 	}
 	p("<h2>Tables</h2>\n")
+	if tables == "" {
+		p("<p>No phase finished: no table rows.</p>\n")
+	}
 	markdownTables(w, tables)
 	for _, pr := range records {
 		p("<h2>Phase %s</h2>\n", esc(pr.phase))

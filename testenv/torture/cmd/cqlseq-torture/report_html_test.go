@@ -119,3 +119,22 @@ func TestReportHTMLNoPhase(t *testing.T) {
 	assert.Contains(t, doc.text, "No phase ran.")
 	assert.Empty(t, doc.imgs)
 }
+
+// TestReportHTMLFailedPhase: a run whose only phase failed before its row
+// says so instead of an empty table, and still shows the phase's plot.
+func TestReportHTMLFailedPhase(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 27, 22, 0, 0, 0, time.UTC)
+	pr, series := recordedPhase(t0)
+	pr.drawSeries(dir, series)
+	tt := &tort{c: config{dir: dir}, out: io.Discard, records: []*phaseRecord{pr}}
+	require.NoError(t, tt.writeReport(errors.New("skew: context canceled")))
+	page, err := os.ReadFile(filepath.Join(dir, reportFile))
+	require.NoError(t, err)
+	doc := parseHTML(t, page)
+	assert.Contains(t, doc.text, "The run failed: skew: context canceled")
+	assert.Contains(t, doc.text, "No phase finished")
+	assert.Equal(t, 1, doc.tables, "only the phase's fault windows")
+	require.Len(t, doc.imgs, 1)
+	assert.FileExists(t, filepath.Join(dir, doc.imgs[0]))
+}
