@@ -369,15 +369,31 @@ func (t *tort) awaitKillPoint(ctx context.Context, c *child, st *toolsStats) err
 
 // killAtRandom SIGKILLs c 0.5-4 s after its first acknowledgement.
 func (t *tort) killAtRandom(ctx context.Context, c *child, st *toolsStats) error {
-	if _, err := waitAcks(ctx, c, 0, 3*time.Minute); err != nil {
-		if ctx.Err() == nil && c.exited() != nil {
-			st.exits++
-			t.logf("tools: %s: %v", c.tag, c.exited())
-			return nil
-		}
-		return fmt.Errorf("%s: %w", c.tag, err)
+	if acked, err := t.ownerAcked(ctx, c, st, ""); !acked {
+		return err
 	}
-	d := time.Duration(500+t.rng.IntN(3500)) * time.Millisecond
+	return t.killAfter(ctx, c, time.Duration(500+t.rng.IntN(3500))*time.Millisecond, st, "")
+}
+
+// ownerAcked waits for c's first acknowledgement. It reports false when
+// there was none: c exited by itself (counted, logged with note; nil
+// error) or the wait failed (the error).
+func (t *tort) ownerAcked(ctx context.Context, c *child, st *toolsStats, note string) (bool, error) {
+	_, err := waitAcks(ctx, c, 0, 3*time.Minute)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() == nil && c.exited() != nil:
+		st.exits++
+		t.logf("tools: %s: %v%s", c.tag, c.exited(), note)
+		return false, nil
+	}
+	return false, fmt.Errorf("%s: %w", c.tag, err)
+}
+
+// killAfter SIGKILLs c after d unless it exits by itself first (counted,
+// logged with note).
+func (t *tort) killAfter(ctx context.Context, c *child, d time.Duration, st *toolsStats, note string) error {
 	select {
 	case <-time.After(d):
 		c.kill()
@@ -385,7 +401,7 @@ func (t *tort) killAtRandom(ctx context.Context, c *child, st *toolsStats) error
 		st.randomKills++
 	case <-c.done:
 		st.exits++
-		t.logf("tools: %s: %v", c.tag, c.exited())
+		t.logf("tools: %s: %s%v", c.tag, note, c.exited())
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -398,13 +414,8 @@ func (t *tort) killAtRandom(ctx context.Context, c *child, st *toolsStats) error
 // may then be at or past the next PLog offset the tool reported for its
 // partition: the tool took the partition over, c was fenced off.
 func (t *tort) toolAgainstLiveOwner(ctx context.Context, g toolsTarget, c *child, tag string, st *toolsStats) error {
-	if _, err := waitAcks(ctx, c, 0, 3*time.Minute); err != nil {
-		if ctx.Err() == nil && c.exited() != nil {
-			st.exits++
-			t.logf("tools: %s: %v (no tool run against it)", c.tag, c.exited())
-			return nil
-		}
-		return fmt.Errorf("%s: %w", c.tag, err)
+	if acked, err := t.ownerAcked(ctx, c, st, " (no tool run against it)"); !acked {
+		return err
 	}
 	if err := sleep(ctx, time.Duration(500+t.rng.IntN(1500))*time.Millisecond); err != nil {
 		return err
@@ -422,16 +433,8 @@ func (t *tort) toolAgainstLiveOwner(ctx context.Context, g toolsTarget, c *child
 	}
 	st.liveRuns++
 	during := countAcks(c.ackLog) - before
-	select {
-	case <-time.After(2 * time.Second):
-		c.kill()
-		t.mark("kill "+c.tag, c.exitedAt, c.exitedAt)
-		st.randomKills++
-	case <-c.done:
-		st.exits++
-		t.logf("tools: %s: exited after the tool's takeover: %v", c.tag, c.exited())
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := t.killAfter(ctx, c, 2*time.Second, st, "exited after the tool's takeover: "); err != nil {
+		return err
 	}
 	al, err := plogcheck.ReadAckLog(c.ackLog)
 	if err != nil {
