@@ -44,10 +44,15 @@ func (m *mockStorage) readCount() int {
 // its next transaction (no read in Next); a cached workspace is not read.
 func TestReadAheadSavesTheRead(t *testing.T) {
 	st := newMockStorage()
+	// The actualization is held until after the first ReadAhead: without
+	// the gate it may end first on a busy machine, and the ReadAhead would
+	// then read (make test once failed this way).
+	st.block = make(chan struct{})
 	s, _ := newTestSequencer(t, st, nil)
 	ra := s.(IReadAhead)
 	ra.ReadAhead(kindUser, 1)
 	assert.Zero(t, st.readCount(), "no read while the sequencer actualizes")
+	close(st.block)
 	takeOne(t, s, 9) // the end of actualization; one read
 	ra.ReadAhead(kindUser, 1)
 	require.Equal(t, 2, st.readCount())
