@@ -30,6 +30,7 @@ func (grayPhase) run(ctx context.Context, t *tort) error {
 func (t *tort) grayCheck(ctx context.Context) error {
 	targets := torture.Targets{During: t.c.gray.min}
 	for _, mode := range t.c.gray.modes {
+		t.subPhase("gray " + mode)
 		tag := "gray_" + mode
 		ks, err := t.keyspace(ctx, tag)
 		if err != nil {
@@ -88,6 +89,7 @@ func (t *tort) grayRun(ctx context.Context, c *child, mode string, ld load, targ
 		return nil, err
 	}
 	r.faults++
+	t.mark(fmt.Sprintf("node %d paused", t.c.gray.node), f.Began, f.Ended)
 	if err := sleep(ctx, t.c.gray.after); err != nil {
 		return nil, err
 	}
@@ -96,6 +98,7 @@ func (t *tort) grayRun(ctx context.Context, c *child, mode string, ld load, targ
 	}
 	fr := t.rates(smp, f, fmt.Sprintf("node %d", t.c.gray.node), targets)
 	r.rates = append(r.rates, fr)
+	t.rateTarget(targets, fr)
 	t.logf("gray %s: %s", mode, fr.describe())
 	r.failed = c.interrupt()
 	smp.Stop()
