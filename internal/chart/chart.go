@@ -39,6 +39,9 @@ const (
 const (
 	NoSamples      = "no samples"
 	NoAcknowledged = "no command acknowledged"
+	// NoLatency: commands were acknowledged but no interval holds their
+	// latency (counts sampled from an ack log, as of a SIGKILLed process).
+	NoLatency = "no latency recorded for the commands acknowledged"
 )
 
 // Region is a shaded window of time, such as a fault's: from Start to End

@@ -321,6 +321,13 @@ func TestChartSaysWhenThereIsNothingToDraw(t *testing.T) {
 	assert.Equal(t, 1, doc.count(NoAcknowledged), "the latency panel")
 	assert.Equal(t, 1, doc.count("failed"))
 	assert.Empty(t, doc.withPrefix("one sample"))
+
+	// Acks counted from an ack log, no latency: the panel says so.
+	counted := &timeline.Timeline{Start: t0, Interval: time.Second, Intervals: []timeline.Interval{
+		{Length: time.Second, Acked: 40}, {Start: time.Second, Length: time.Second, Acked: 35}}}
+	doc = drawSVG(t, counted, Options{})
+	assert.Equal(t, 1, doc.count(NoLatency), "the latency panel")
+	assert.Zero(t, doc.count(NoAcknowledged))
 }
 
 // TestChartLatencyGapWhereNothingWasAcknowledged: intervals 12 and 13

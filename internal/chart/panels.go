@@ -111,7 +111,8 @@ func latencyPanel(tl *timeline.Timeline, o *Options) *plot.Plot {
 		}
 		flush()
 	}
-	if hi == 0 {
+	drawn := hi > 0
+	if !drawn {
 		lo, hi = 0.1, 10 // nothing to draw: an axis of a sensible range
 	}
 	p.Y.Min = math.Pow(10, math.Floor(math.Log10(lo)))
@@ -122,8 +123,10 @@ func latencyPanel(tl *timeline.Timeline, o *Options) *plot.Plot {
 	switch {
 	case len(tl.Intervals) == 0:
 		p.Add(message{NoSamples})
-	case hi == 10 && lo == 0.1 && !anyAcked(tl):
+	case !drawn && !anyAcked(tl):
 		p.Add(message{NoAcknowledged})
+	case !drawn:
+		p.Add(message{NoLatency})
 	case len(tl.Intervals) == 1:
 		iv := tl.Intervals[0]
 		p.Add(message{fmt.Sprintf("one sample: p50 %.3g ms, p99 %.3g ms, max %.3g ms", ms(iv.P50), ms(iv.P99), ms(iv.Max))})
