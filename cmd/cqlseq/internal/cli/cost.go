@@ -4,12 +4,11 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cqlseq/cqlseq/internal/procstat"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage/cql"
 )
@@ -43,61 +42,22 @@ func readCostCounts(mc *metrics.Collectors, store *openedStore, nodePIDs []int) 
 		s := cs.StatementStats()
 		c.cql = &s
 	}
-	if d, err := procCPU("self"); err == nil {
+	if d, err := procstat.Self(); err == nil {
 		c.clientCPU = &d
 	}
 	if len(nodePIDs) > 0 {
-		var sum time.Duration
-		for _, pid := range nodePIDs {
-			d, err := procCPU(strconv.Itoa(pid))
-			if err != nil {
-				return c, nil
-			}
-			sum += d
+		if sum, err := procstat.Sum(nodePIDs); err == nil {
+			c.nodeCPU = &sum
 		}
-		c.nodeCPU = &sum
 	}
 	return c, nil
-}
-
-// userHZ is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on
-// Linux whatever the kernel's tick).
-const userHZ = 100
-
-// procCPU returns the user+system CPU time of process pid ("self" for
-// this one) from /proc/<pid>/stat (utime and stime, fields 14 and 15).
-func procCPU(pid string) (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0, err
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')') // the command name may hold spaces and parentheses
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%s/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:]) // from field 3 (state) on
-	if len(f) < 13 {
-		return 0, fmt.Errorf("/proc/%s/stat: %d fields", pid, len(f)+2)
-	}
-	var ticks uint64
-	for _, v := range f[11:13] {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/%s/stat: %w", pid, err)
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
 }
 
 // checkNodePIDs returns an error naming the first of pids whose CPU time
 // cannot be read.
 func checkNodePIDs(pids []int) error {
-	for _, pid := range pids {
-		if _, err := procCPU(strconv.Itoa(pid)); err != nil {
-			return fmt.Errorf("--node-pids: %w", err)
-		}
+	if _, err := procstat.Sum(pids); err != nil {
+		return fmt.Errorf("--node-pids: %w", err)
 	}
 	return nil
 }

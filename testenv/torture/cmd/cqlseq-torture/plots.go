@@ -29,6 +29,10 @@ type phaseRecord struct {
 	// drawn; plotErr says why.
 	svg     string
 	plotErr string
+	// began is the nodes' CPU time when the phase began; cost what its
+	// commands cost, set when it ends.
+	began nodeCPU
+	cost  *phaseCost
 }
 
 // window is one fault's span (a kill: an instant, drawn as a narrow
@@ -160,13 +164,23 @@ func plotFile(phase string) string {
 	return "plot-" + r.Replace(phase) + ".svg"
 }
 
-// draw writes the phase's plot into dir.
-func (pr *phaseRecord) draw(dir string) {
+// finish writes the phase's plot into dir and sets its cost: the nodes'
+// CPU time from pr.began to ended over the commands the children's ack
+// logs hold, and the CQL statements of the children's reports.
+func (pr *phaseRecord) finish(dir string, ended nodeCPU) {
 	series := make([]childSeries, 0, len(pr.children))
-	for _, c := range pr.children {
-		series = append(series, c.series())
+	c := &phaseCost{}
+	for _, ch := range pr.children {
+		cs := ch.series()
+		series = append(series, cs)
+		if len(cs.samples) > 0 {
+			c.acked += uint64(cs.samples[len(cs.samples)-1].Acks)
+		}
+		c.addReport(ch.json)
 	}
 	pr.drawSeries(dir, series)
+	c.measureNodes(pr.began, ended)
+	pr.cost = c
 }
 
 func (pr *phaseRecord) drawSeries(dir string, series []childSeries) {
@@ -195,7 +209,7 @@ func (pr *phaseRecord) drawSeries(dir string, series []childSeries) {
 
 // beginPhase starts the record of phase; endPhase draws its plot.
 func (t *tort) beginPhase(name string) {
-	t.cur = &phaseRecord{phase: name}
+	t.cur = &phaseRecord{phase: name, began: t.nodeCPUNow()}
 	t.records = append(t.records, t.cur)
 }
 
@@ -215,10 +229,11 @@ func (t *tort) endPhase() {
 	if t.cur == nil {
 		return
 	}
-	t.cur.draw(t.c.dir)
+	t.cur.finish(t.c.dir, t.nodeCPUNow())
 	if t.cur.plotErr != "" {
 		t.logf("%s: plot: %s", t.cur.phase, t.cur.plotErr)
 	}
+	t.logf("%s: cost: %s", t.cur.phase, t.cur.cost)
 	t.cur = nil
 }
 

@@ -79,6 +79,9 @@ func writeReportHTML(w io.Writer, dir, tables string, records []*phaseRecord, ru
 		default:
 			p("<p>No plot.</p>\n")
 		}
+		if pr.cost != nil {
+			p("<p>Cost: %s</p>\n", esc(pr.cost.String()))
+		}
 		if len(pr.windows) > 0 {
 			p("<p>Faults (shaded on the plot):</p>\n<table>\n<tr><th>#</th><th>fault</th><th>began</th><th>ended</th><th>length</th></tr>\n")
 			for i, wd := range pr.windows {

@@ -80,6 +80,7 @@ func TestReportHTML(t *testing.T) {
 	pr.children = []*child{{tag: "partition_fenced", out: write("partition_fenced.out"), errOut: write("partition_fenced.err"),
 		ackLog: write("acks-partition_fenced.log"), json: filepath.Join(dir, "partition_fenced.json"), // not written: no link
 		timeline: write("partition_fenced.timeline.json")}}
+	pr.cost = &phaseCost{acked: 9000, nodeCPU: 27 * time.Second}
 	kills := &phaseRecord{phase: "kills"}
 	kills.drawSeries(dir, nil)
 
@@ -99,6 +100,7 @@ func TestReportHTML(t *testing.T) {
 	assert.Contains(t, doc.text, "client SIGKILL")
 	assert.Contains(t, doc.text, "verify FAILED")
 	assert.Contains(t, doc.text, "The run failed: partition #2: a <child> died")
+	assert.Contains(t, doc.text, "Cost: the nodes used 3.00 core-ms per acknowledged command")
 	require.Len(t, doc.imgs, 2, "one plot per phase")
 	assert.Len(t, doc.links, 4, "stdout, stderr, ack log, timeline (no report written)")
 	for _, ref := range append(doc.imgs, doc.links...) {
