@@ -66,6 +66,8 @@ func TestFaultsKeepServing(t *testing.T) {
 			bench.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 			var benchOut strings.Builder
 			bench.Stdout, bench.Stderr = &benchOut, &benchOut
+			cpu0, err := cl.CPU(ctx) // the containers' CPU time, as make bench-latency reads it
+			require.NoError(t, err)
 			require.NoError(t, bench.Start())
 			done := make(chan error, 1)
 			go func() { done <- bench.Wait() }()
@@ -90,6 +92,10 @@ func TestFaultsKeepServing(t *testing.T) {
 			defer smp.Stop()
 			waitAcks(t, ctx, smp, done, 3*time.Minute)
 			sleep(t, ctx, 5*time.Second+measure.Lead)
+			cpu1, err := cl.CPU(ctx)
+			require.NoError(t, err)
+			t.Logf("the nodes' containers used %.1f s of CPU since the bench started", (cpu1 - cpu0).Seconds())
+			require.Greater(t, cpu1, cpu0, "the nodes' CPU time grows under load")
 
 			faults := []struct {
 				name   string

@@ -20,6 +20,7 @@ package netcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -518,6 +519,43 @@ func (n *Node) exec(ctx context.Context, cmd ...string) (string, error) {
 		return sb.String(), fmt.Errorf("%s: exit %d: %s", strings.Join(cmd, " "), code, strings.TrimSpace(sb.String()))
 	}
 	return sb.String(), nil
+}
+
+// CPU returns the CPU time the node's container (every process in its
+// cgroup) has used, from the engine's stats.
+func (n *Node) CPU(ctx context.Context) (time.Duration, error) {
+	res, err := n.c.cli.ContainerStats(ctx, n.ctr.GetContainerID(), client.ContainerStatsOptions{})
+	if err != nil {
+		return 0, wrap(n, "stats", err)
+	}
+	defer res.Body.Close()
+	var st struct {
+		CPUStats struct {
+			CPUUsage struct {
+				TotalUsage uint64 `json:"total_usage"` // ns on Linux
+			} `json:"cpu_usage"`
+		} `json:"cpu_stats"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0, wrap(n, "stats", err)
+	}
+	if st.CPUStats.CPUUsage.TotalUsage == 0 {
+		return 0, wrap(n, "stats", errors.New("no CPU usage reported (container not running?)"))
+	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+}
+
+// CPU returns the CPU time the nodes' containers have used, summed.
+func (c *Cluster) CPU(ctx context.Context) (time.Duration, error) {
+	var sum time.Duration
+	for _, n := range c.Nodes {
+		d, err := n.CPU(ctx)
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
 }
 
 // Pause freezes the node's processes (docker pause: alive to TCP's

@@ -113,7 +113,7 @@ func run() error {
 			return err
 		}
 		for r := range c.repeat {
-			rs, err := benchCases(ctx, c, hosts, c.label, fmt.Sprintf("lat_h_%d", r), r, logf)
+			rs, err := benchCases(ctx, c, hosts, nil, c.label, fmt.Sprintf("lat_h_%d", r), r, logf) // given hosts: no node processes to read
 			if err != nil {
 				return err
 			}
@@ -147,7 +147,7 @@ func run() error {
 			rtts = append(rtts, profileRTT{Delays: name, Method: string(cl.Method()), RTT: rtt})
 			logf("profile %s: measured round trips %s", name, rtt)
 			for r := range c.repeat {
-				rs, err := benchCases(ctx, c, cl.Hosts(), name, fmt.Sprintf("lat_%d_%d", pi, r), r, logf)
+				rs, err := benchCases(ctx, c, cl.Hosts(), cl.CPU, name, fmt.Sprintf("lat_%d_%d", pi, r), r, logf)
 				if err != nil {
 					return err
 				}
@@ -179,7 +179,7 @@ func warmUp(ctx context.Context, c config, hosts []string, logf func(string, ...
 	w.duration = c.warmup / time.Duration(len(c.modes))
 	p := slices.Max(c.partitions)
 	for _, m := range c.modes {
-		res, err := benchOnce(ctx, w, hosts, m, p, "lat_warmup_"+m)
+		res, err := benchOnce(ctx, w, hosts, nil, m, p, "lat_warmup_"+m)
 		if err != nil {
 			return err
 		}
@@ -189,11 +189,11 @@ func warmUp(ctx context.Context, c config, hosts []string, logf func(string, ...
 }
 
 // benchCases runs every partition count and mode once on hosts.
-func benchCases(ctx context.Context, c config, hosts []string, profile, ksPrefix string, r int, logf func(string, ...any)) ([]result, error) {
+func benchCases(ctx context.Context, c config, hosts []string, nodeCPU cpuFunc, profile, ksPrefix string, r int, logf func(string, ...any)) ([]result, error) {
 	var out []result
 	for _, p := range c.partitions {
 		for _, m := range c.modes {
-			res, err := benchOnce(ctx, c, hosts, m, p, fmt.Sprintf("%s_%d_%s", ksPrefix, p, m))
+			res, err := benchOnce(ctx, c, hosts, nodeCPU, m, p, fmt.Sprintf("%s_%d_%s", ksPrefix, p, m))
 			if err != nil {
 				return nil, err
 			}
@@ -202,12 +202,27 @@ func benchCases(ctx context.Context, c config, hosts []string, profile, ksPrefix
 			if res.FirstError != "" {
 				first = " (first: " + res.FirstError + ")"
 			}
-			logf("%s %s %dx%d run %d: %.0f cmds/s, p50 %.1f ms, p99 %.1f ms, %d errors%s",
-				res.Profile, m, p, c.clients, r+1, res.PerSecond, res.P50, res.P99, res.Errors, first)
+			logf("%s %s %dx%d run %d: %.0f cmds/s, p50 %.1f ms, p99 %.1f ms, %d errors%s; %s",
+				res.Profile, m, p, c.clients, r+1, res.PerSecond, res.P50, res.P99, res.Errors, first, res.cost())
 			out = append(out, res)
 		}
 	}
 	return out, nil
+}
+
+// cost is r's cost per command as the log says it.
+func (r result) cost() string {
+	s := "nodes' CPU not measured"
+	switch {
+	case r.NodeCPUMs != nil:
+		s = fmt.Sprintf("nodes %.2f core-ms per command", *r.NodeCPUMs)
+	case r.CPUError != "":
+		s += ": " + r.CPUError
+	}
+	if r.Statements != nil {
+		s += fmt.Sprintf(", %.2f CQL statements per command", *r.Statements)
+	}
+	return s
 }
 
 type profileRTT struct {
@@ -226,6 +241,12 @@ type result struct {
 	Errors     uint64  `json:"errors"`
 	FirstError string  `json:"first_error,omitempty"`
 	Busy       uint64  `json:"busy"`
+	// NodeCPUMs is the nodes' CPU time (their containers') during the
+	// bench per acknowledged command, in ms; nil when not measured
+	// (CPUError says why). Statements is CQL statements per command.
+	NodeCPUMs  *float64 `json:"node_cpu_ms_per_command,omitempty"`
+	CPUError   string   `json:"node_cpu_error,omitempty"`
+	Statements *float64 `json:"cql_statements_per_command,omitempty"`
 }
 
 // parseProfiles reads "0;0.5ms;5ms;0,0.5ms,5ms".
@@ -256,7 +277,13 @@ func parseProfiles(s string, nodes int) ([][]time.Duration, error) {
 	return out, nil
 }
 
-func benchOnce(ctx context.Context, c config, hostList []string, mode string, partitions int, ks string) (result, error) {
+// cpuFunc returns the CPU time the cluster's nodes have used.
+type cpuFunc func(context.Context) (time.Duration, error)
+
+// benchOnce runs cqlseq bench once on a fresh keyspace; with nodeCPU, it
+// reads the nodes' CPU time before and after the bench and reports it per
+// acknowledged command.
+func benchOnce(ctx context.Context, c config, hostList []string, nodeCPU cpuFunc, mode string, partitions int, ks string) (result, error) {
 	hosts := strings.Join(hostList, ",")
 	if out, err := exec.CommandContext(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--timeout", "30s",
 		"--replication", "{'class': 'SimpleStrategy', 'replication_factor': 3}").CombinedOutput(); err != nil {
@@ -273,8 +300,20 @@ func benchOnce(ctx context.Context, c config, hostList []string, mode string, pa
 		"--mode", mode, "--partitions", strconv.Itoa(partitions), "--concurrency", strconv.Itoa(c.clients),
 		"--workspaces", strconv.Itoa(c.workspaces), "--duration", c.duration.String(), "--json", jf)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // it ends with this process
+	var cpuBefore time.Duration
+	var cpuErr error
+	if nodeCPU != nil {
+		cpuBefore, cpuErr = nodeCPU(ctx)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return result{}, fmt.Errorf("bench %s: %w: %s", ks, err, out)
+	}
+	var cpuUsed time.Duration
+	if nodeCPU != nil && cpuErr == nil {
+		var after time.Duration
+		if after, cpuErr = nodeCPU(ctx); cpuErr == nil {
+			cpuUsed = after - cpuBefore
+		}
 	}
 	b, err := os.ReadFile(jf)
 	if err != nil {
@@ -293,12 +332,27 @@ func benchOnce(ctx context.Context, c config, hostList []string, mode string, pa
 		Busy struct {
 			Rejections uint64 `json:"rejections"`
 		} `json:"busy"`
+		Cost *struct {
+			Commands   uint64   `json:"commands"`
+			Statements *float64 `json:"cql_statements_per_command"`
+		} `json:"cost"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return result{}, fmt.Errorf("bench %s report: %w", ks, err)
 	}
-	return result{Mode: mode, Partitions: partitions, PerSecond: rep.Sequencer.PerSecond, P50: rep.Sequencer.Latency.P50,
-		P99: rep.Sequencer.Latency.P99, Errors: rep.Sequencer.Errors, FirstError: rep.Sequencer.FirstError, Busy: rep.Busy.Rejections}, nil
+	res := result{Mode: mode, Partitions: partitions, PerSecond: rep.Sequencer.PerSecond, P50: rep.Sequencer.Latency.P50,
+		P99: rep.Sequencer.Latency.P99, Errors: rep.Sequencer.Errors, FirstError: rep.Sequencer.FirstError, Busy: rep.Busy.Rejections}
+	if rep.Cost != nil && rep.Cost.Commands > 0 {
+		res.Statements = rep.Cost.Statements
+		if nodeCPU != nil && cpuErr == nil {
+			ms := float64(cpuUsed) / 1e6 / float64(rep.Cost.Commands)
+			res.NodeCPUMs = &ms
+		}
+	}
+	if cpuErr != nil {
+		res.CPUError = cpuErr.Error()
+	}
+	return res, nil
 }
 
 func dropKeyspace(hosts []string, ks string) {
@@ -337,8 +391,8 @@ func printTable(w io.Writer, c config, all []result, rtts []profileRTT) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| delays (one-way, n1 / n2 / n3) | partitions | mode | cmds/s | p50 ms | p99 ms | time per command vs trust2 |")
-	fmt.Fprintln(tw, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(tw, "| delays (one-way, n1 / n2 / n3) | partitions | mode | cmds/s | p50 ms | p99 ms | time per command vs trust2 | nodes' core-ms per command |")
+	fmt.Fprintln(tw, "|---|---|---|---|---|---|---|---|")
 	type key struct {
 		prof string
 		p    int
@@ -351,15 +405,23 @@ func printTable(w io.Writer, c config, all []result, rtts []profileRTT) {
 		if _, ok := med[k]; ok {
 			continue
 		}
-		var ps, p50, p99 []float64
+		var ps, p50, p99, cpu []float64
 		var errs uint64
 		for _, x := range all {
 			if x.Profile == r.Profile && x.Partitions == r.Partitions && x.Mode == r.Mode {
 				ps, p50, p99 = append(ps, x.PerSecond), append(p50, x.P50), append(p99, x.P99)
 				errs += x.Errors
+				if x.NodeCPUMs != nil {
+					cpu = append(cpu, *x.NodeCPUMs)
+				}
 			}
 		}
-		med[k] = result{Profile: r.Profile, Mode: r.Mode, Partitions: r.Partitions, PerSecond: median(ps), P50: median(p50), P99: median(p99), Errors: errs}
+		m := result{Profile: r.Profile, Mode: r.Mode, Partitions: r.Partitions, PerSecond: median(ps), P50: median(p50), P99: median(p99), Errors: errs}
+		if len(cpu) > 0 {
+			v := median(cpu)
+			m.NodeCPUMs = &v
+		}
+		med[k] = m
 		order = append(order, k)
 	}
 	for _, k := range order {
@@ -372,7 +434,11 @@ func printTable(w io.Writer, c config, all []result, rtts []profileRTT) {
 		if m.Errors > 0 {
 			errs = fmt.Sprintf(" (%d errors)", m.Errors)
 		}
-		fmt.Fprintf(tw, "| %s | %d | %s | %.0f%s | %.1f | %.1f | %s |\n", k.prof, k.p, k.mode, m.PerSecond, errs, m.P50, m.P99, ratio)
+		cpu := "n/a"
+		if m.NodeCPUMs != nil {
+			cpu = fmt.Sprintf("%.2f", *m.NodeCPUMs)
+		}
+		fmt.Fprintf(tw, "| %s | %d | %s | %.0f%s | %.1f | %.1f | %s | %s |\n", k.prof, k.p, k.mode, m.PerSecond, errs, m.P50, m.P99, ratio, cpu)
 	}
 	_ = tw.Flush()
 }
