@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cqlseq/cqlseq/galloc"
+	"github.com/cqlseq/cqlseq/internal/timeline"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage"
 )
@@ -41,12 +42,15 @@ type allocFlags struct {
 	ids        int64
 	spawn      bool
 	jsonFile   string
+	timeline   timelineFlags
 
 	// child mode (hidden): run process childIndex only, start drawing at
-	// childStart (Unix ms), write the result into childOut.
-	childOut   string
-	childIndex int
-	childStart int64
+	// childStart (Unix ms), write the result into childOut and, when
+	// childTimeline is set, the process's timeline into that file (JSON).
+	childOut      string
+	childIndex    int
+	childStart    int64
+	childTimeline string
 }
 
 func newAllocCmd(e *env) *cobra.Command {
@@ -66,7 +70,19 @@ process. A failed check exits with 1.
 
 The processes run in this one OS process unless --spawn is given: then each
 is a child process of this binary (CQL only: a bbolt file admits one process
-at a time), and the children's IDs are merged for the checks.`,
+at a time), and the children's IDs are merged for the checks.
+
+--timeline FILE writes the run's timeline, from the moment the processes are
+released to draw, also when a process fails. It holds
+` + timelineHelp + `
+Each ID handed out (one Next call) counts as one acknowledged command, with
+the latency of its Next call, and a failed Next as one failed command (alloc
+has no busy answers). With --spawn each child records its own timeline and
+they are merged: the counts summed, each interval's latencies the slowest
+child's (not percentiles of all the children's calls together).
+
+--plot FILE.svg draws it: the rate and latency of Next over time, in two
+panels. Both files are checked to be writable before the run starts.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := f.validate(); err != nil {
@@ -74,6 +90,9 @@ at a time), and the children's IDs are merged for the checks.`,
 			}
 			if f.childOut != "" {
 				return runAllocChild(cmd.Context(), e, f)
+			}
+			if err := f.timeline.checkWritable(); err != nil {
+				return err
 			}
 			return runAlloc(cmd.Context(), e, f, cmd.Flags())
 		},
@@ -94,10 +113,12 @@ at a time), and the children's IDs are merged for the checks.`,
 	fs.Int64Var(&f.ids, "ids", 1_000_000, "IDs to draw in all")
 	fs.BoolVar(&f.spawn, "spawn", false, "run each process as a child process of this binary (--store cql)")
 	fs.StringVar(&f.jsonFile, "json", "", "write the report as JSON to this file")
+	f.timeline.add(fs)
 	fs.StringVar(&f.childOut, "child-out", "", "")
 	fs.IntVar(&f.childIndex, "child-index", 0, "")
 	fs.Int64Var(&f.childStart, "child-start", 0, "")
-	for _, n := range []string{"child-out", "child-index", "child-start"} {
+	fs.StringVar(&f.childTimeline, "child-timeline", "", "")
+	for _, n := range []string{"child-out", "child-index", "child-start", "child-timeline"} {
 		_ = fs.MarkHidden(n)
 	}
 	return cmd
@@ -129,6 +150,7 @@ func (f *allocFlags) validate() error {
 	if f.spawn && f.store.kind != storeCQL {
 		errs = append(errs, errors.New("--spawn needs --store cql (a bbolt file admits one process at a time)"))
 	}
+	errs = append(errs, f.timeline.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -243,17 +265,36 @@ func runAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (er
 	if err != nil {
 		return err
 	}
-	var results []procResult
+	var (
+		results []procResult
+		tl      *timeline.Timeline // nil: none wanted
+	)
 	desc := shared.desc
-	began := time.Now()
 	if f.spawn {
 		desc += " (child processes)"
-		if results, err = spawnAlloc(ctx, e, f, fs); err != nil {
-			return err
+	}
+	opts := f.options()
+	opts.EnsureDefaults()
+	title := fmt.Sprintf("cqlseq alloc: %s, sequence %q (%s, chunk %s), %s x %s", desc, f.name, f.typ, commas(uint64(opts.ChunkSize)),
+		plural(uint64(f.procs), "process", "processes"), plural(uint64(f.goroutines), "goroutine", "goroutines"))
+	began := time.Now()
+	if f.spawn {
+		results, tl, err = spawnAlloc(ctx, e, f, fs, title)
+		if err != nil {
+			return f.failedRun(e, tl, err)
 		}
 	} else {
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		results = make([]procResult, f.procs)
 		start := make(chan struct{})
+		var rec *timeline.Recorder // set before start is closed, read after
+		newShard := func() *timeline.Shard {
+			if rec == nil {
+				return nil
+			}
+			return rec.NewShard()
+		}
 		var wg, ready sync.WaitGroup
 		errs := make([]error, f.procs)
 		ready.Add(f.procs)
@@ -263,7 +304,7 @@ func runAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (er
 				defer once()
 				st := shared.st
 				if f.store.kind == storeCQL && p > 0 { // a session per process
-					o, err := f.store.open(ctx, e.log, false)
+					o, err := f.store.open(runCtx, e.log, false)
 					if err != nil {
 						errs[p] = err
 						return
@@ -271,14 +312,24 @@ func runAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (er
 					defer func() { _ = o.close() }()
 					st = o.st
 				}
-				results[p], errs[p] = allocProcess(ctx, f, p, st, once, start)
+				results[p], errs[p] = allocProcess(runCtx, f, p, st, once, start, newShard)
 			})
 		}
 		ready.Wait() // every process has opened the sequence
+		rec, err = f.timeline.recorder(title)
+		if err != nil {
+			cancel() // the processes stop at once
+		}
 		close(start)
 		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return err
+		}
+		if rec != nil {
+			tl = rec.Timeline(time.Now())
+		}
+		if err := errors.Join(errs...); err != nil {
+			return f.failedRun(e, tl, err)
 		}
 	}
 	after, _, err := galloc.ReadRecord(ctx, shared.st, f.name)
@@ -295,6 +346,9 @@ func runAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (er
 			return err
 		}
 	}
+	if err := f.timeline.write(e, tl); err != nil {
+		return err
+	}
 	switch {
 	case !rep.Unique:
 		return fmt.Errorf("alloc: %d IDs handed out more than once", rep.Duplicates)
@@ -306,10 +360,24 @@ func runAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (er
 	return nil
 }
 
+// failedRun returns err, the error of a run that produced no report, after
+// writing tl (the timeline of the time it ran, nil: none wanted) when it
+// holds an interval: it shows when the run failed.
+func (f *allocFlags) failedRun(e *env, tl *timeline.Timeline, err error) error {
+	if tl == nil || len(tl.Intervals) == 0 {
+		return err
+	}
+	return errors.Join(err, f.timeline.write(e, tl))
+}
+
 // allocProcess is one process: it opens the sequence on st (instrumented),
-// calls opened, waits for start, draws its share with f.goroutines goroutines, and
-// closes the sequence.
-func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage, opened func(), start <-chan struct{}) (procResult, error) {
+// calls opened, waits for start, draws its share with f.goroutines
+// goroutines, and closes the sequence. Each goroutine records each Next
+// into its own shard, newShard's answer once start is closed (nil: none):
+// an ID handed out as acknowledged, with the Next's latency, an error as
+// failed.
+func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage, opened func(), start <-chan struct{},
+	newShard func() *timeline.Shard) (procResult, error) {
 	mc, err := metrics.New(prometheus.NewRegistry())
 	if err != nil {
 		return procResult{}, err
@@ -335,12 +403,18 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 			n++
 		}
 		wg.Go(func() {
+			shard := newShard()
+			defer shard.Flush()
 			for range n {
+				asked := time.Now()
 				v, err := seq.Next(ctx)
+				now := time.Now()
 				if err != nil {
+					shard.Fail(now)
 					errs[g] = err
 					break
 				}
+				shard.Ack(now, now.Sub(asked))
 				per[g].add(v)
 			}
 		})
@@ -417,12 +491,27 @@ func printAlloc(w io.Writer, r allocReport) {
 
 // runAllocChild is one spawned process: it waits until childStart, draws
 // its share, and writes its result (JSON) and IDs (big-endian int64s).
-func runAllocChild(ctx context.Context, e *env, f *allocFlags) error {
+// With childTimeline it records its timeline from childStart, the same
+// instant in every child, and writes it there even when it fails.
+func runAllocChild(ctx context.Context, e *env, f *allocFlags) (err error) {
 	o, err := f.store.open(ctx, e.log, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = o.close() }()
+	var rec *timeline.Recorder
+	if f.childTimeline != "" {
+		rec, err = timeline.New(timeline.Options{Start: time.UnixMilli(f.childStart), Interval: f.timeline.interval,
+			Title: fmt.Sprintf("cqlseq alloc: process %d", f.childIndex)})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if werr := rec.Timeline(time.Now()).WriteFile(f.childTimeline); werr != nil {
+				err = errors.Join(err, fmt.Errorf("--child-timeline: %w", werr))
+			}
+		}()
+	}
 	start := make(chan struct{})
 	go func() {
 		t := time.NewTimer(time.Until(time.UnixMilli(f.childStart)))
@@ -433,7 +522,11 @@ func runAllocChild(ctx context.Context, e *env, f *allocFlags) error {
 		}
 		close(start)
 	}()
-	r, err := allocProcess(ctx, f, f.childIndex, o.st, func() {}, start)
+	newShard := func() *timeline.Shard { return nil }
+	if rec != nil {
+		newShard = rec.NewShard
+	}
+	r, err := allocProcess(ctx, f, f.childIndex, o.st, func() {}, start, newShard)
 	if err != nil {
 		return err
 	}
@@ -454,22 +547,68 @@ func runAllocChild(ctx context.Context, e *env, f *allocFlags) error {
 }
 
 // spawnAlloc runs f.procs child processes of this binary with the flags
-// given to this one, and reads back their results.
-func spawnAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) ([]procResult, error) {
+// given to this one, and reads back their results and, when a timeline is
+// wanted, their timelines merged into one titled title. When a child
+// fails it returns the error with the timelines of the children that
+// wrote one.
+func spawnAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet, title string) ([]procResult, *timeline.Timeline, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dir, err := os.MkdirTemp("", "cqlseq-alloc-")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	var args []string
+	startAt := time.Now().Add(5 * time.Second).UnixMilli()
+	cmds := make([]*exec.Cmd, f.procs)
+	for p := range cmds {
+		cmds[p] = exec.CommandContext(ctx, exe, allocChildArgs(e.logLevel, fs, dir, p, startAt, f.timeline.wanted())...)
+		cmds[p].Stdout, cmds[p].Stderr = io.Discard, e.stderr
+		if err := cmds[p].Start(); err != nil {
+			for _, c := range cmds[:p] {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			}
+			return nil, nil, fmt.Errorf("starting child %d: %w", p, err)
+		}
+	}
+	var errs []error
+	failed := make([]bool, f.procs)
+	for p, c := range cmds {
+		if err := c.Wait(); err != nil {
+			failed[p] = true
+			errs = append(errs, fmt.Errorf("child %d: %w", p, err))
+		}
+	}
+	var tl *timeline.Timeline
+	if f.timeline.wanted() {
+		var terr error
+		tl, terr = mergeChildTimelines(dir, failed, title)
+		errs = append(errs, terr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, tl, err
+	}
+	results, err := readChildResults(dir, f.procs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return results, tl, nil
+}
+
+// allocChildArgs returns the arguments of child p of the alloc run whose
+// flags are fs: the flags set in fs but the parent's own (--spawn, --json,
+// --timeline, --plot; --timeline-interval is passed), and the child's: it
+// writes its result into dir, starts drawing at startAt (Unix ms) and,
+// with record, records its timeline into childTimelineFile(dir, p).
+func allocChildArgs(logLevel string, fs *pflag.FlagSet, dir string, p int, startAt int64, record bool) []string {
+	args := []string{"--log-level", logLevel, "alloc"}
 	fs.Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "spawn", "json", "child-out", "child-index", "child-start":
-			return
+		case "spawn", "json", "timeline", "plot", "child-out", "child-index", "child-start", "child-timeline":
+			return // the parent's, or set per child
 		}
 		if sv, ok := fl.Value.(pflag.SliceValue); ok {
 			for _, v := range sv.GetSlice() {
@@ -479,31 +618,41 @@ func spawnAlloc(ctx context.Context, e *env, f *allocFlags, fs *pflag.FlagSet) (
 		}
 		args = append(args, "--"+fl.Name+"="+fl.Value.String())
 	})
-	startAt := time.Now().Add(5 * time.Second).UnixMilli()
-	cmds := make([]*exec.Cmd, f.procs)
-	for p := range cmds {
-		a := append([]string{"--log-level", e.logLevel, "alloc"}, args...)
-		a = append(a, "--child-out", dir, "--child-index", strconv.Itoa(p), "--child-start", strconv.FormatInt(startAt, 10))
-		cmds[p] = exec.CommandContext(ctx, exe, a...)
-		cmds[p].Stdout, cmds[p].Stderr = io.Discard, e.stderr
-		if err := cmds[p].Start(); err != nil {
-			for _, c := range cmds[:p] {
-				_ = c.Process.Kill()
-				_ = c.Wait()
-			}
-			return nil, fmt.Errorf("starting child %d: %w", p, err)
+	args = append(args, "--child-out", dir, "--child-index", strconv.Itoa(p), "--child-start", strconv.FormatInt(startAt, 10))
+	if record {
+		args = append(args, "--child-timeline", childTimelineFile(dir, p))
+	}
+	return args
+}
+
+// childTimelineFile names the file in dir into which child p writes its
+// timeline.
+func childTimelineFile(dir string, p int) string {
+	return filepath.Join(dir, "proc-"+strconv.Itoa(p)+".timeline.json")
+}
+
+// mergeChildTimelines merges the timelines the children wrote into dir,
+// one per element of failed, titled title. A child that failed may have
+// written none (it failed before drawing, or was killed): it is skipped.
+func mergeChildTimelines(dir string, failed []bool, title string) (*timeline.Timeline, error) {
+	var tls []*timeline.Timeline
+	for p, bad := range failed {
+		tl, err := timeline.ReadFile(childTimelineFile(dir, p))
+		if bad && errors.Is(err, os.ErrNotExist) {
+			continue
 		}
-	}
-	var errs []error
-	for p, c := range cmds {
-		if err := c.Wait(); err != nil {
-			errs = append(errs, fmt.Errorf("child %d: %w", p, err))
+		if err != nil {
+			return nil, fmt.Errorf("child %d's timeline: %w", p, err)
 		}
+		tls = append(tls, tl)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	results := make([]procResult, f.procs)
+	return timeline.Merge(title, tls...)
+}
+
+// readChildResults reads the results (JSON) and IDs the procs children
+// wrote into dir.
+func readChildResults(dir string, procs int) ([]procResult, error) {
+	results := make([]procResult, procs)
 	for p := range results {
 		base := filepath.Join(dir, "proc-"+strconv.Itoa(p))
 		b, err := os.ReadFile(base + ".json")
