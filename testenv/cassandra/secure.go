@@ -14,6 +14,12 @@ import (
 // material in the run directory, removed by Stop).
 const keystorePassword = "cqlseq-test"
 
+// The superuser of a Secure node (Cassandra's default role).
+const (
+	Superuser         = "cassandra"
+	SuperuserPassword = "cassandra"
+)
+
 // makeKeystore makes, with keytool in dir/tls: a CA (ca.jks, its
 // certificate ca.pem) and the node's key with a certificate for 127.0.0.1
 // (IP SAN, server auth) signed by it, in keystore.jks with the CA's
