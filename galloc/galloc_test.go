@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/cqlseq/cqlseq/galloc"
+	"github.com/cqlseq/cqlseq/galloc/galloccheck"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
@@ -187,9 +188,9 @@ func TestManyProcessesUniqueAndMonotonic(t *testing.T) {
 	for p := range seqs {
 		seqs[p] = open(t, st, "shared", galloc.Options{ChunkSize: chunk, BackoffBase: time.Microsecond, BackoffMax: time.Millisecond})
 	}
-	out := make([][]int64, procs*workers)
+	recs := make([]galloccheck.Recorder, procs*workers)
 	var wg sync.WaitGroup
-	for i := range out {
+	for i := range recs {
 		wg.Go(func() {
 			s := seqs[i%procs]
 			for range per {
@@ -198,25 +199,22 @@ func TestManyProcessesUniqueAndMonotonic(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				out[i] = append(out[i], v)
+				recs[i].Add(v)
 			}
 		})
 	}
 	wg.Wait()
-	seen := map[int64]bool{}
-	for i, vs := range out {
-		assert.True(t, slices.IsSorted(vs), "worker %d: values increase", i)
-		for _, v := range vs {
-			require.False(t, seen[v], "value %d handed out twice", v)
-			seen[v] = true
-		}
+	for i := range recs {
+		assert.True(t, recs[i].Monotonic(), "worker %d: values increase", i)
 	}
-	assert.Len(t, seen, procs*workers*per)
+	rep := galloccheck.Check(recs)
+	require.Zero(t, rep.Duplicates, "values handed out twice: %v", rep.Listed)
+	assert.Equal(t, uint64(procs*workers*per), rep.IDs)
 	var held uint64
 	for p, s := range seqs {
 		require.NoError(t, s.Close())
 		cs := s.Chunks()
-		assert.True(t, slices.IsSortedFunc(cs, func(a, b galloc.Chunk) int { return int(a.First - b.First) }), "process %d: chunks increase", p)
+		assert.True(t, galloccheck.ChunksIncrease(cs), "process %d: chunks increase", p)
 		stt := s.Stats()
 		assert.LessOrEqual(t, stt.Held, uint64(2*chunk), "process %d holds at most two chunks", p)
 		held += stt.Held

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/galloc"
+	"github.com/cqlseq/cqlseq/galloc/galloccheck"
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage"
@@ -75,41 +76,38 @@ func TestProcessesDrawOneSequence(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	per := *flagIDs / (procs * workers)
-	out := make([][]int64, procs*workers)
+	recs := make([]galloccheck.Recorder, procs*workers)
 	began := time.Now()
 	var wg sync.WaitGroup
-	for w := range out {
+	for w := range recs {
 		wg.Go(func() {
 			seq := ps[w%procs].seq
-			ids := make([]int64, 0, per)
 			for range per {
 				v, err := seq.Next(ctx)
 				if err != nil {
 					t.Error(err)
 					break
 				}
-				ids = append(ids, v)
+				recs[w].Add(v)
 			}
-			out[w] = ids
 		})
 	}
 	wg.Wait()
 	took := time.Since(began)
-	var all []int64
-	for w, ids := range out {
-		require.Len(t, ids, per)
-		require.True(t, slices.IsSorted(ids), "goroutine %d: IDs increase", w)
-		all = append(all, ids...)
+	for w := range recs {
+		require.Equal(t, uint64(per), recs[w].IDs(), "goroutine %d", w)
+		require.True(t, recs[w].Monotonic(), "goroutine %d: IDs increase", w)
 	}
-	slices.Sort(all)
-	require.Len(t, slices.Compact(all), procs*workers*per, "every ID unique")
+	rep := galloccheck.Check(recs)
+	require.Zero(t, rep.Duplicates, "every ID unique; handed out twice: %v", rep.Listed)
+	ids := rep.IDs
 
 	var fetches, held uint64
 	for i, p := range ps {
 		require.NoError(t, p.seq.Close()) // Held final: no allocation in flight
 		st := p.seq.Stats()
 		cs := p.seq.Chunks()
-		assert.True(t, slices.IsSortedFunc(cs, func(a, b galloc.Chunk) int { return int(a.First - b.First) }), "process %d: chunks increase", i)
+		assert.True(t, galloccheck.ChunksIncrease(cs), "process %d: chunks increase", i)
 		assert.LessOrEqual(t, st.Held, uint64(2*chunk), "process %d: at most 2 chunks unused", i)
 		assert.Equal(t, uint64(len(cs)), st.Fetches)
 		if st.UnknownOutcomes == 0 {
@@ -124,10 +122,10 @@ func TestProcessesDrawOneSequence(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.GreaterOrEqual(t, rec.Allocations, fetches, "allocations Close cut short may have been applied")
-	wasted := rec.Allocated - uint64(len(all))
+	wasted := rec.Allocated - ids
 	assert.GreaterOrEqual(t, wasted, held, "values held at the end are never handed out")
 	assert.LessOrEqual(t, wasted, uint64(procs*2)*uint64(chunk), "at most 2 chunks per process unused")
-	t.Logf("%d IDs in %v (%.0f IDs/s), %d chunks of %d, %d values wasted", len(all), took, float64(len(all))/took.Seconds(), rec.Allocations, chunk, wasted)
+	t.Logf("%d IDs in %v (%.0f IDs/s), %d chunks of %d, %d values wasted", ids, took, float64(ids)/took.Seconds(), rec.Allocations, chunk, wasted)
 }
 
 // TestPendingBatchScenario is the batched generator's scenario on the real

@@ -2,18 +2,15 @@ package cli
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -23,6 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cqlseq/cqlseq/galloc"
+	"github.com/cqlseq/cqlseq/galloc/galloccheck"
 	"github.com/cqlseq/cqlseq/internal/timeline"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage"
@@ -170,53 +168,7 @@ type procResult struct {
 	Monotonic       bool           `json:"monotonic"` // each goroutine's IDs and the chunks increase
 	Error           string         `json:"error,omitempty"`
 
-	runs []idRun // the IDs handed out, as runs of consecutive IDs
-}
-
-// idRun is a run of consecutive IDs [First, Last]: an ID handed out just
-// after its predecessor extends the run. A process's IDs are kept as runs
-// (at most one per chunk and goroutine while IDs increase), so that the
-// uniqueness check takes memory for the chunks, not for the IDs.
-type idRun struct{ First, Last int64 }
-
-// runsOf collects the IDs of one goroutine as runs.
-type runsOf struct {
-	runs      []idRun
-	n         uint64
-	monotonic bool
-}
-
-func (r *runsOf) add(v int64) {
-	if r.n == 0 {
-		r.monotonic = true
-	}
-	r.n++
-	if k := len(r.runs); k > 0 {
-		last := &r.runs[k-1]
-		if v <= last.Last {
-			r.monotonic = false
-		}
-		if v == last.Last+1 {
-			last.Last = v
-			return
-		}
-	}
-	r.runs = append(r.runs, idRun{v, v})
-}
-
-// overlaps returns how many IDs of runs were handed out more than once:
-// the IDs covered by more than one run.
-func overlaps(runs []idRun) uint64 {
-	slices.SortFunc(runs, func(a, b idRun) int { return cmp.Compare(a.First, b.First) })
-	var dup uint64
-	reach := int64(math.MinInt64) // the largest Last so far
-	for i, r := range runs {
-		if i > 0 && r.First <= reach {
-			dup += uint64(min(r.Last, reach) - r.First + 1)
-		}
-		reach = max(reach, r.Last)
-	}
-	return dup
+	runs []galloccheck.Run // the IDs handed out, as its goroutines' runs of consecutive IDs
 }
 
 // allocReport is alloc's report; --json writes it.
@@ -393,7 +345,7 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 	opened()
 	<-start
 	total := f.share(p)
-	per := make([]runsOf, f.goroutines)
+	per := make([]galloccheck.Recorder, f.goroutines)
 	errs := make([]error, f.goroutines)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -415,7 +367,7 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 					break
 				}
 				shard.Ack(now, now.Sub(asked))
-				per[g].add(v)
+				per[g].Add(v)
 			}
 		})
 	}
@@ -427,15 +379,13 @@ func allocProcess(ctx context.Context, f *allocFlags, p int, st storage.Storage,
 	r := procResult{
 		Process: o.Process, ElapsedS: elapsed.Seconds(), Fetches: stt.Fetches, Conflicts: stt.Conflicts,
 		UnknownOutcomes: stt.UnknownOutcomes, Abandoned: stt.Abandoned, Waits: stt.Waits, LWTs: lwts, Held: stt.Held,
-		Chunks: seq.Chunks(), Monotonic: true,
+		Chunks: seq.Chunks(),
 	}
-	r.Monotonic = slices.IsSortedFunc(r.Chunks, func(a, b galloc.Chunk) int { return cmp.Compare(a.First, b.First) })
-	for _, g := range per {
-		if g.n > 0 && !g.monotonic {
-			r.Monotonic = false
-		}
-		r.runs = append(r.runs, g.runs...)
-		r.IDs += g.n
+	r.Monotonic = galloccheck.ChunksIncrease(r.Chunks)
+	for g := range per {
+		r.Monotonic = r.Monotonic && per[g].Monotonic()
+		r.runs = append(r.runs, per[g].Runs()...)
+		r.IDs += per[g].IDs()
 	}
 	if err := errors.Join(errs...); err != nil {
 		r.Error = err.Error()
@@ -449,7 +399,7 @@ func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Dura
 	o.EnsureDefaults()
 	rep := allocReport{Store: desc, Sequence: f.name, Type: f.typ, ChunkSize: o.ChunkSize, Procs: f.procs,
 		Goroutines: f.goroutines, Spawned: f.spawn, Monotonic: true, Processes: results}
-	var all []idRun
+	var all []galloccheck.Run
 	for _, r := range results {
 		rep.IDs += r.IDs
 		rep.ElapsedS = max(rep.ElapsedS, r.ElapsedS)
@@ -466,7 +416,7 @@ func mergeAlloc(f *allocFlags, desc string, results []procResult, wall time.Dura
 		rep.ElapsedS = wall.Seconds()
 	}
 	rep.PerSecond = float64(rep.IDs) / rep.ElapsedS
-	rep.Duplicates = overlaps(all)
+	rep.Duplicates, _ = galloccheck.Duplicates(all)
 	rep.Unique = rep.Duplicates == 0
 	return rep
 }
@@ -668,9 +618,9 @@ func readChildResults(dir string, procs int) ([]procResult, error) {
 		}
 		var n uint64
 		for i := 0; i+16 <= len(raw); i += 16 {
-			run := idRun{int64(binary.BigEndian.Uint64(raw[i:])), int64(binary.BigEndian.Uint64(raw[i+8:]))}
+			run := galloccheck.Run{First: int64(binary.BigEndian.Uint64(raw[i:])), Last: int64(binary.BigEndian.Uint64(raw[i+8:]))}
 			results[p].runs = append(results[p].runs, run)
-			n += uint64(run.Last - run.First + 1)
+			n += run.Len()
 		}
 		if n != results[p].IDs {
 			return nil, fmt.Errorf("child %d: %d IDs in its file, %d reported", p, n, results[p].IDs)

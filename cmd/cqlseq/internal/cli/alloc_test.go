@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -65,36 +64,6 @@ func TestAllocBadInput(t *testing.T) {
 	assert.Contains(t, requireOneLine(t, r), "exhausted")
 	r = runCLI(t, "inspect", "galloc", "--dir", t.TempDir())
 	assert.Equal(t, ExitUsage, r.code)
-}
-
-// TestIDRunsCountDuplicatesInBoundedMemory: IDs handed out one after the
-// other are kept as runs (one per chunk while they increase), and the
-// duplicate count over all runs is the number of IDs covered twice.
-func TestIDRunsCountDuplicatesInBoundedMemory(t *testing.T) {
-	var a, b runsOf
-	for v := int64(1); v <= 1000; v++ {
-		a.add(v)
-	}
-	for v := int64(2001); v <= 3000; v++ {
-		a.add(v)
-	}
-	assert.Equal(t, []idRun{{1, 1000}, {2001, 3000}}, a.runs, "two chunks: two runs")
-	assert.True(t, a.monotonic)
-	assert.Equal(t, uint64(2000), a.n)
-	for v := int64(1001); v <= 2000; v++ {
-		b.add(v)
-	}
-	assert.Zero(t, overlaps(append(slices.Clone(a.runs), b.runs...)))
-
-	b.add(2990) // two of a's IDs
-	b.add(2991)
-	assert.True(t, b.monotonic)
-	assert.Equal(t, uint64(2), overlaps(append(slices.Clone(a.runs), b.runs...)))
-	b.add(1500) // one of its own, going back
-	assert.False(t, b.monotonic)
-	assert.Equal(t, uint64(3), overlaps(append(slices.Clone(a.runs), b.runs...)))
-	assert.Equal(t, uint64(1000), overlaps([]idRun{{1, 1000}, {1, 1000}}), "the same chunk twice")
-	assert.Equal(t, uint64(3), overlaps([]idRun{{1, 10}, {5, 6}, {10, 10}}))
 }
 
 // TestInterruptStopsAlloc is issue 28's item 8: alloc --ids 1000000000
