@@ -38,9 +38,11 @@ import (
 // still silent costs that query one hedge delay. Connection pools are left
 // to gocql: nothing here drops a host.
 //
-// A host's becoming suspected is logged and counted when a query plan
-// finds it so; a reply that re-admits it is logged when observed. Stats
-// only reads.
+// The reads (the book's verdict, Stats, hedgeAfter) log nothing and count
+// nothing; what they change is only the latency window's memoized p99. A
+// host's becoming suspected is logged and counted when a query plan finds
+// it so (judge, claimProbe), in one place, reportLocked; a reply that
+// re-admits it is logged when observed.
 //
 // health owns no goroutine; every method is safe for concurrent use.
 type health struct {
@@ -132,10 +134,11 @@ func (h *health) entryLocked(hi *gocql.HostInfo) (string, *hostEntry) {
 	return k, e
 }
 
-// noteLocked evaluates the host of k at now, logs and counts a new
-// suspicion, and reports whether the host is suspected.
-func (h *health) noteLocked(k string, e *hostEntry, now time.Time) bool {
-	s, silent, th := h.mu.book.verdict(k, now)
+// reportLocked records s, the verdict a plan found of e's host (silent for
+// silent, judged against th): a new suspicion is logged and counted, once
+// per transition however many plans find it. It is the one place that logs
+// and counts suspicions.
+func (h *health) reportLocked(e *hostEntry, s suspicion, silent, th time.Duration) {
 	suspected := s != notSuspected
 	if suspected && !e.reported {
 		h.mu.stats.Suspicions++
@@ -148,7 +151,6 @@ func (h *health) noteLocked(k string, e *hostEntry, now time.Time) bool {
 			"silent_for", silent.Round(time.Millisecond), "threshold", th)
 	}
 	e.reported = suspected
-	return suspected
 }
 
 // handOut records that an attempt of the statement tracked by tr goes to hi.
@@ -242,11 +244,12 @@ func replied(err error) bool {
 	return err == nil || errors.Is(err, gocql.ErrNotFound) || errors.As(err, &re)
 }
 
-// order returns the plan of next reordered by health (see healthPlan).
+// order returns the plan of next reordered by health (see healthPlan),
+// with the probe it claims first if idempotent.
 func (h *health) order(next gocql.NextHost, idempotent bool, tr *callTrack) gocql.NextHost {
 	p := &healthPlan{h: h, inner: next, idempotent: idempotent, tr: tr}
 	if idempotent {
-		p.probe = h.dueProbe()
+		p.probe = h.claimProbe()
 	}
 	return p.next
 }
@@ -300,7 +303,7 @@ func (p *healthPlan) next() gocql.SelectedHost {
 		if hi == nil || p.probed != "" && hostKey(hi) == p.probed {
 			continue // the probe, handed out first
 		}
-		if p.h.suspected(hi) {
+		if p.h.judge(hi) {
 			p.deferred = append(p.deferred, sh)
 			continue
 		}
@@ -320,25 +323,35 @@ func (p *healthPlan) next() gocql.SelectedHost {
 	return sh
 }
 
-// suspected reports whether hi is suspected now, logging and counting a
-// new suspicion.
-func (h *health) suspected(hi *gocql.HostInfo) bool {
+// judge is a plan's look at hi: it returns whether hi is suspected now,
+// hence goes last, and reports the verdict (reportLocked).
+func (h *health) judge(hi *gocql.HostInfo) bool {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	k, e := h.entryLocked(hi)
-	return h.noteLocked(k, e, now)
+	s, silent, th := h.mu.book.verdict(k, now)
+	h.reportLocked(e, s, silent, th)
+	return s != notSuspected
 }
 
-// dueProbe returns a suspected, up host whose last probe is at least
-// ProbeInterval old, or nil. The probe is recorded when it is handed out.
-func (h *health) dueProbe() gocql.SelectedHost {
+// claimProbe claims the probe of a suspected, up host whose last probe is
+// at least ProbeInterval old, and returns the host, or nil. The probe is
+// recorded at once, one per interval even if the plan never hands it out
+// (and counted when handed out). The verdicts it reads on the way are
+// reported (reportLocked): the probed host is not judged again by its plan.
+func (h *health) claimProbe() gocql.SelectedHost {
 	now := h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for k, e := range h.mu.hosts {
-		if e.info.IsUp() && now.Sub(h.mu.book.host(k).lastProbe) >= h.probeInterval && h.noteLocked(k, e, now) {
-			h.mu.book.probed(k, now) // one probe per interval, even if this plan never hands it out
+		if !e.info.IsUp() || now.Sub(h.mu.book.host(k).lastProbe) < h.probeInterval {
+			continue
+		}
+		s, silent, th := h.mu.book.verdict(k, now)
+		h.reportLocked(e, s, silent, th)
+		if s != notSuspected {
+			h.mu.book.probed(k, now)
 			return probeHost{e.info}
 		}
 	}

@@ -458,6 +458,58 @@ func TestHealthStatsNeitherLogsNorCounts(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(logs.String(), "host suspected"), "once per transition")
 }
 
+// TestHealthLogsEachTransitionOnce: reads (Stats, the book's verdict, the
+// hedge delay) log and count nothing; a suspicion is logged and counted once
+// however many plans find it, by a plan's look (judge) or by the probe an
+// idempotent plan claims (claimProbe), and a re-admission once however many
+// replies follow.
+func TestHealthLogsEachTransitionOnce(t *testing.T) {
+	var logs bytes.Buffer
+	f := newHealthFixture(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	count := func(msg string) int { return strings.Count(logs.String(), msg) }
+	f.warm(50, 2*time.Millisecond)
+	require.Equal(t, f.a, f.first(false))
+	f.clk.advance(200 * time.Millisecond)
+
+	for range 3 {
+		f.h.Stats()
+		f.h.hedgeAfter()
+		f.h.mu.Lock()
+		s, _, _ := f.h.mu.book.verdict(hostKey(f.a), f.clk.now())
+		f.h.mu.Unlock()
+		require.Equal(t, suspectSilent, s)
+	}
+	assert.Zero(t, count("host suspected"), "reads log nothing")
+	assert.Zero(t, f.h.Stats().Suspicions, "reads count nothing")
+
+	for range 3 {
+		assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false))
+	}
+	assert.Equal(t, 1, count("host suspected"), "three plans find one suspicion")
+	assert.EqualValues(t, 1, f.h.Stats().Suspicions)
+
+	for range 3 {
+		f.reply(f.a, time.Millisecond)
+	}
+	f.plan(false)
+	assert.Equal(t, 1, count("host re-admitted"), "three replies, one re-admission")
+
+	// Suspected again, by a timeout while B and C answer; the first plan to
+	// find it is an idempotent one whose probe goes to A.
+	f.clk.advance(2 * time.Second)
+	f.warm(1, 2*time.Millisecond)
+	f.h.observe(context.Background(), f.a, f.clk.now().Add(-time.Second), f.clk.now(), gocql.ErrTimeoutNoResponse)
+	assert.Equal(t, 1, count("host suspected"), "a timeout is logged by the plan that finds it")
+	assert.Equal(t, []*gocql.HostInfo{f.a, f.b, f.c}, f.plan(true), "the probe goes to A first")
+	assert.Equal(t, 2, count("host suspected"), "the claimed probe finds the suspicion")
+	assert.Equal(t, []*gocql.HostInfo{f.b, f.c, f.a}, f.plan(false))
+	assert.Equal(t, 2, count("host suspected"), "and the next plan does not log it again")
+	st := f.h.Stats()
+	assert.EqualValues(t, 2, st.Suspicions)
+	assert.EqualValues(t, 1, st.Probes)
+	assert.Equal(t, 1, count("host re-admitted"))
+}
+
 // TestHealthAnOutstandingAttemptIsJudgedByItsOwnAge: a hand-out gocql
 // never sent leaves the host's oldest hand-out behind; once it is older
 // than Timeout it no longer counts, but a later attempt, really
