@@ -82,7 +82,9 @@ test:
 help:
 	@sed -n '1,/^$$/{s/^# \{0,1\}//;p}' $(firstword $(MAKEFILE_LIST))
 
-# test-unit ends with short fuzz runs of the bbolt open path (FuzzOpen:
+# test-unit also runs isequencer's tests with the golang-lru cache variant
+# (cache_hashicorp.go, tag cqlseq_lru_hashicorp: the design's LRU, kept for
+# the side-by-side measurement in docs/benchmarks.md), and ends with short fuzz runs of the bbolt open path (FuzzOpen:
 # truncated and bit-flipped copies of a real file never crash the process;
 # both bounded by a count of inputs (about 20 s and 10 s here), because a -fuzztime
 # duration sometimes ends with the fuzzing engine's own "context deadline
@@ -91,6 +93,7 @@ help:
 # error, never a panic).
 test-unit:
 	$(GO) test $(UNIT_FLAGS) ./...
+	$(GO) test -race -count=1 -timeout 15m -tags cqlseq_invariants,cqlseq_lru_hashicorp ./isequencer/
 	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) -fuzzminimizetime 10x ./storage/boltdb/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(VOEDGER_FUZZTIME) -fuzzminimizetime 10x ./plog/voedger/
 
@@ -247,6 +250,7 @@ gray-check: $(LAUNCHER)
 
 lint: $(BIN)/staticcheck
 	$(GO) vet ./...
+	$(GO) vet -tags cqlseq_lru_hashicorp ./isequencer/
 	cd integration && $(GO) vet ./...
 	$(BIN)/staticcheck ./...
 	cd integration && $(BIN)/staticcheck ./...
@@ -327,11 +331,12 @@ bench-cql:
 # figures runs testenv/figures (cqlseq-figures): the core benchmarks (go
 # test -bench, medians of FIGURES_COUNT), make bench-recovery, cqlseq bench
 # on bbolt, then on a 3-node launcher cluster it starts and stops cqlseq
-# bench at RF 3 (fenced) and the gray check. Its table is the README's.
+# bench at RF 3 in trust0, trust2 and fenced (with the nodes' CPU time per
+# command) and a fenced run with node 2 SIGSTOPped 15 s. Each bench run's
+# timeline and chart go to docs/figures/. Its table is the README's.
 figures: build
-	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
 	$(GO) build -o $(BIN)/cqlseq-figures ./testenv/figures/cmd/cqlseq-figures
-	$(BIN)/cqlseq-figures -cqlseq $(BIN)/cqlseq -launcher $(LAUNCHER) -torture $(BIN)/cqlseq-torture -heap $(NODE_HEAP) -count $(FIGURES_COUNT) $(FIGURES_ARGS)
+	$(BIN)/cqlseq-figures -cqlseq $(BIN)/cqlseq -launcher $(LAUNCHER) -heap $(NODE_HEAP) -count $(FIGURES_COUNT) $(FIGURES_ARGS)
 
 # bench-recovery runs cqlseq-recoverybench (testenv/recoverybench) on
 # CQLSEQ_CQL_HOSTS, else on one launcher node it starts and stops whatever the
