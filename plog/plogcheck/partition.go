@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
@@ -207,50 +208,27 @@ func largestPerSeq(dst, nums []plog.SeqNumber) []plog.SeqNumber {
 }
 
 // forEachBounded calls fn(ctx, i) for i in [0, n) on at most workers
-// goroutines and waits for them. The first error cancels the others'
-// context and is returned.
+// goroutines (errgroup; at least one) and waits for them. The first error
+// a call returns wins: it cancels the context given to the other calls,
+// no call starts after it, and it is returned (the others' errors are
+// dropped). When no call failed but the caller's ctx ended, ctx.Err() is
+// returned; no call starts after ctx ended either.
 func forEachBounded(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		next     int
-	)
-	take := func() (int, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if next >= n || firstErr != nil {
-			return 0, false
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(workers, 1))
+	for i := range n {
+		if gctx.Err() != nil {
+			break // a call failed or ctx ended
 		}
-		next++
-		return next - 1, true
-	}
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i, ok := take()
-				if !ok {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-						cancel()
-					}
-					mu.Unlock()
-					return
-				}
+		g.Go(func() error {
+			if gctx.Err() != nil {
+				return nil // a call failed or ctx ended while this one waited
 			}
-		}()
+			return fn(gctx, i)
+		})
 	}
-	wg.Wait()
-	if firstErr == nil && ctx.Err() != nil {
-		return ctx.Err()
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return firstErr
+	return ctx.Err()
 }

@@ -3,7 +3,11 @@ package plogcheck
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -166,4 +170,107 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	assert.False(t, back.Passed())
 	assert.Equal(t, uint64(1), back.Count(OffsetBeyondLog))
 	require.Error(t, json.Unmarshal([]byte(`{"partitions": [{"by_kind": {"gone": 1}}]}`), &back), "an unknown kind")
+}
+
+// concurrentReads is a Stored that counts the GetNumbersMax calls in
+// flight. The first bound calls wait until bound are in flight, and then
+// hold a little longer, so that a pool that starts more calls than bound
+// shows them in peak; after that (or after a safety timeout, so that a
+// pool running fewer than bound fails instead of hanging) no call waits.
+type concurrentReads struct {
+	Stored
+	bound   int64
+	hold    time.Duration
+	running atomic.Int64
+	peak    atomic.Int64
+	calls   atomic.Int64
+
+	once    sync.Once
+	release sync.Once
+	open    chan struct{}
+}
+
+func (c *concurrentReads) GetNumbersMax(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID, dst []isequencer.Number) error {
+	c.calls.Add(1)
+	c.once.Do(func() { time.AfterFunc(5*time.Second, func() { c.release.Do(func() { close(c.open) }) }) })
+	n := c.running.Add(1)
+	defer c.running.Add(-1)
+	for {
+		p := c.peak.Load()
+		if n <= p || c.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	if n == c.bound {
+		time.AfterFunc(c.hold, func() { c.release.Do(func() { close(c.open) }) })
+	}
+	select {
+	case <-c.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return c.Stored.GetNumbersMax(ctx, ws, ids, dst)
+}
+
+// TestPartitionReadsStoredNumbersBoundedConcurrently: Partition reads the
+// stored numbers of 3 x storedReadWorkers workspaces, storedReadWorkers at
+// a time and no more, and checks each against what was read for it.
+func TestPartitionReadsStoredNumbersBoundedConcurrently(t *testing.T) {
+	const wss = 3 * storedReadWorkers
+	var p plogchecktest.Planted
+	for i := range wss {
+		ws := isequencer.WSID(100 + i)
+		p.Events = append(p.Events, ev(isequencer.PLogOffset(i+1), ws, isequencer.Number(i+1)))
+		p.Stored = append(p.Stored, val(ws, 1, isequencer.Number(i+1)))
+	}
+	p.StoredNext = wss + 1
+	p.Stored[wss-1].Value-- // the last workspace's read says a regression
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	p.Write(t, st)
+	rd, err := plog.NewReader(st, plog.ReaderOptions{})
+	require.NoError(t, err)
+	stored := &concurrentReads{Stored: vvmadapter.New(st, plogchecktest.App), bound: storedReadWorkers, hold: 20 * time.Millisecond,
+		open: make(chan struct{})}
+	r, err := Partition(context.Background(), rd, 0, PartitionOptions{Stored: stored})
+	require.NoError(t, err)
+	assert.Equal(t, int64(wss), stored.calls.Load(), "one read per workspace")
+	assert.Equal(t, int64(storedReadWorkers), stored.peak.Load(), "storedReadWorkers reads at a time")
+	assert.Equal(t, wss, r.Workspaces)
+	assert.Equal(t, map[Kind]uint64{Regression: 1}, kinds(&r.Findings), "%v", r.Listed)
+	require.Len(t, r.Listed, 1)
+	assert.Equal(t, isequencer.WSID(100+wss-1), r.Listed[0].WSID, "each workspace checked against its own read")
+}
+
+// TestPartitionPoolFirstErrorWinsAndContextStops: in forEachBounded (the
+// pool Partition reads stored numbers with) the first error is returned,
+// cancels the others' context and starts no new call; a caller's ctx that
+// ends starts no new call and is returned when no call failed.
+func TestPartitionPoolFirstErrorWinsAndContextStops(t *testing.T) {
+	boom := errors.New("boom")
+	var calls atomic.Int32
+	err := forEachBounded(context.Background(), 1000, 2, func(ctx context.Context, i int) error {
+		calls.Add(1)
+		if i == 1 {
+			return boom
+		}
+		<-ctx.Done() // the others wait until the failure cancels them
+		return ctx.Err()
+	})
+	assert.Equal(t, boom, err, "the first error, not the others' context.Canceled")
+	assert.LessOrEqual(t, calls.Load(), int32(2), "no call after the first error")
+
+	calls.Store(0)
+	ctx, cancel := context.WithCancel(context.Background())
+	err = forEachBounded(ctx, 1000, 2, func(context.Context, int) error { calls.Add(1); cancel(); return nil })
+	assert.ErrorIs(t, err, context.Canceled, "a cancelled caller is reported even when the calls succeeded")
+	assert.LessOrEqual(t, calls.Load(), int32(2), "no call after the caller's ctx ended")
+
+	assert.NoError(t, forEachBounded(context.Background(), 0, 8, nil))
+	assert.ErrorIs(t, forEachBounded(ctx, 0, 8, nil), context.Canceled)
+	got := make([]int, 50)
+	require.NoError(t, forEachBounded(context.Background(), len(got), 0, func(_ context.Context, i int) error { got[i] = i + 1; return nil }))
+	for i, v := range got {
+		require.Equal(t, i+1, v, "workers 0 runs every call on one goroutine")
+	}
 }
