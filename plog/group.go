@@ -5,10 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cqlseq/cqlseq/storage"
 )
+
+// maxRecordBatchesInFlight bounds insertGroupRecords: at most this many
+// conditional record batches (ApplyBatchIf, one per event and record
+// partition) of one group are in flight at once. A group of up to
+// DefaultMaxGroupEvents (128, also apppart's default) events with one
+// record partition each is still written in one round; a group touching more record partitions
+// waits for a slot instead of opening a request per partition.
+const maxRecordBatchesInFlight = 256
 
 // WriteGroup writes events, which must have consecutive offsets in
 // ascending order (e.Partition is ignored), each with the semantics Write
@@ -255,7 +264,8 @@ func (w *Writer) failFromConflict(events []*Event, errs []error, k int) {
 
 // insertGroupRecords inserts the records of events (whose events are
 // stored) if absent, one conditional batch per event and record partition,
-// all at once, and sets each event's error.
+// concurrently (at most maxRecordBatchesInFlight at once), and sets each
+// event's error from its own batches.
 func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs []error) {
 	type batch struct {
 		event int
@@ -269,15 +279,15 @@ func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs [
 			batches = append(batches, &batch{event: i, rows: run})
 		}
 	}
-	var wg sync.WaitGroup
+	var eg errgroup.Group // not WithContext: one batch's error cancels no other
+	eg.SetLimit(maxRecordBatchesInFlight)
 	for _, b := range batches {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		eg.Go(func() error {
 			b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, absent(b.rows), b.rows)
-		}()
+			return nil // each batch's error is its own: b.err sets its event's
+		})
 	}
-	wg.Wait()
+	_ = eg.Wait()
 	for _, b := range batches {
 		e := events[b.event]
 		switch {
