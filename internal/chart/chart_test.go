@@ -366,3 +366,27 @@ func TestChartPlainNumbers(t *testing.T) {
 		assert.Equal(t, want, plainNumber(v), "%v", v)
 	}
 }
+
+// TestChartClipsABurstOfBusyAnswers: a burst of busy answers 50 times the
+// acknowledged rate is drawn clipped, its legend gives its peak, and the
+// axis stays on the acknowledged commands' scale; a smaller one is drawn
+// as it is.
+func TestChartClipsABurstOfBusyAnswers(t *testing.T) {
+	tl := &timeline.Timeline{Start: t0, Interval: time.Second}
+	for i := range 20 {
+		iv := timeline.Interval{Start: time.Duration(i) * time.Second, Length: time.Second, Acked: 100, P50: time.Millisecond, P99: 2 * time.Millisecond, Max: 3 * time.Millisecond}
+		if i == 7 {
+			iv.Busy = 5000
+		}
+		tl.Intervals = append(tl.Intervals, iv)
+	}
+	doc := drawSVG(t, tl, Options{})
+	assert.Equal(t, 1, doc.count("busy answers (clipped; peak 5,000/s)"))
+	assert.Zero(t, doc.count("5,000"), "no tick at the burst's height")
+	assert.Equal(t, 1, doc.count("200"), "the axis is the acknowledged commands' (110/s rounded up)")
+
+	tl.Intervals[7].Busy = 150
+	doc = drawSVG(t, tl, Options{})
+	assert.Equal(t, 1, doc.count("busy answers"))
+	assert.Empty(t, doc.withPrefix("busy answers ("))
+}

@@ -24,7 +24,6 @@ func ratePanel(tl *timeline.Timeline, o *Options) *plot.Plot {
 	p.Y.Min = 0
 	p.Y.Tick.Marker = plainTicks{}
 	p.Add(regions{rs: o.Regions, labels: true})
-	yMax := 0.0
 	series := []struct {
 		name  string
 		rate  func(timeline.Interval) float64
@@ -34,23 +33,40 @@ func ratePanel(tl *timeline.Timeline, o *Options) *plot.Plot {
 		{"busy answers", timeline.Interval.BusyRate, draw.LineStyle{Color: busyColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(1), vg.Points(2)}}},
 		{"failed", timeline.Interval.FailedRate, draw.LineStyle{Color: failedColor, Width: vg.Points(1.2), Dashes: []vg.Length{vg.Points(4), vg.Points(2)}}},
 	}
+	peaks := make([]float64, len(series))
 	for i, s := range series {
-		var xys plotter.XYs
-		some := false
 		for _, iv := range tl.Intervals {
-			v := s.rate(iv)
-			some = some || v > 0
-			yMax = max(yMax, v)
-			xys = append(xys, plotter.XY{X: iv.Start.Seconds(), Y: v})
+			peaks[i] = max(peaks[i], s.rate(iv))
 		}
-		if len(xys) == 0 || i > 0 && !some {
+	}
+	yMax := max(peaks[0], peaks[2])
+	if t := o.Target; t != nil {
+		yMax = max(yMax, t.Rate)
+	}
+	// A burst of busy answers (each is retried at once, so they come by
+	// the thousand) would flatten the acknowledged line: beyond busyClip
+	// times the other series' peak, busy is drawn clipped at the top and
+	// its legend gives its peak.
+	const busyClip = 2
+	clip := math.Inf(1)
+	if yMax > 0 && peaks[1] > busyClip*yMax {
+		clip = niceCeil(yMax * 1.1)
+		series[1].name = fmt.Sprintf("busy answers (clipped; peak %s/s)", plainNumber(math.Round(peaks[1])))
+	} else {
+		yMax = max(yMax, peaks[1])
+	}
+	for i, s := range series {
+		if len(tl.Intervals) == 0 || i > 0 && peaks[i] == 0 {
 			continue // busy and failed only when there are some
+		}
+		var xys plotter.XYs
+		for _, iv := range tl.Intervals {
+			xys = append(xys, plotter.XY{X: iv.Start.Seconds(), Y: min(s.rate(iv), clip)})
 		}
 		p.Add(step(xys, tl.Intervals[len(tl.Intervals)-1].End().Seconds(), s.style))
 		p.Legend.Add(s.name, step(xys[:1], xys[0].X, s.style))
 	}
 	if t := o.Target; t != nil {
-		yMax = max(yMax, t.Rate)
 		p.Add(targetLine{t: *t})
 	}
 	p.Y.Max = niceCeil(yMax * 1.1)
