@@ -20,6 +20,8 @@ type plotFlags struct {
 	regions  []string
 	target   string
 	title    string
+	width    float64
+	height   float64
 
 	parsedRegions []chart.Region // set by validate
 	parsedTarget  *chart.Target  // set by validate
@@ -58,6 +60,8 @@ without intervals, or with one, is drawn with a note saying so.`,
 	fs.StringArrayVar(&f.regions, "region", nil, "START:END:LABEL: shade from START to END (seconds since the start, or durations such as 12.5s) and write LABEL on it; repeatable")
 	fs.StringVar(&f.target, "target", "", "RATE:LABEL: draw a line at RATE commands/s, labelled (e.g. \"600:target 0.5 x rate before\")")
 	fs.StringVar(&f.title, "title", "", "the picture's title (default: the timeline's)")
+	fs.Float64Var(&f.width, "width", chart.DefaultWidth, "the picture's width in points (at least 100)")
+	fs.Float64Var(&f.height, "height", chart.DefaultHeight, "the picture's height in points (at least 100)")
 	return cmd
 }
 
@@ -100,6 +104,9 @@ func (f *plotFlags) validate() error {
 	if strings.ContainsAny(f.title, "\r\n") {
 		bad("--title %q: one line, please", f.title)
 	}
+	if !(f.width >= 100 && f.height >= 100 && f.width <= 1e5 && f.height <= 1e5) {
+		bad("--width %v --height %v: want 100 to 100,000 points each", f.width, f.height)
+	}
 	return errors.Join(errs...)
 }
 
@@ -141,7 +148,7 @@ func runPlot(e *env, f *plotFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := chart.WriteFile(f.out, tl, chart.Options{Title: f.title, Regions: f.parsedRegions, Target: f.parsedTarget}); err != nil {
+	if err := chart.WriteFile(f.out, tl, chart.Options{Title: f.title, Regions: f.parsedRegions, Target: f.parsedTarget, Width: f.width, Height: f.height}); err != nil {
 		return err
 	}
 	acked, _, _ := tl.Totals()

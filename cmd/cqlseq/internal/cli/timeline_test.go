@@ -71,7 +71,7 @@ func TestBenchTimelineAndPlot(t *testing.T) {
 	for _, in := range []string{tf, cf} {
 		out := filepath.Join(dir, "redrawn"+filepath.Ext(in)+".svg")
 		p := runCLI(t, "plot", "--timeline", in, "--out", out, "--region", "0.5:1.5:node 3 paused", "--region", "1s:2s:cut: 1 and 2",
-			"--target", "100:target 0.5 x rate before", "--title", "redrawn")
+			"--target", "100:target 0.5 x rate before", "--title", "redrawn", "--width", "900", "--height", "500")
 		require.Equal(t, ExitOK, p.code, "stdout:\n%s\nstderr:\n%s", p.stdout, p.stderr)
 		assert.Regexp(t, `^plot .*: 3 intervals of 1s \(2\.\d+s\), [\d,]+ acknowledged, 2 regions shaded\n$`, p.stdout)
 		texts := svgTexts(t, out)
@@ -79,6 +79,9 @@ func TestBenchTimelineAndPlot(t *testing.T) {
 			"cut: 1 and 2", "target 0.5 x rate before"} {
 			assert.Contains(t, texts, want, "%s redrawn", in)
 		}
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `width="900pt" height="500pt"`)
 	}
 }
 
@@ -138,6 +141,7 @@ func TestPlotFlagsAndFiles(t *testing.T) {
 		{[]string{"--timeline", good, "--out", out, "--region", "x:2:x"}, `"x": want seconds (12.5) or a duration (12.5s)`},
 		{[]string{"--timeline", good, "--out", out, "--target", "fast:x"}, `--target "fast:x": want RATE:LABEL`},
 		{[]string{"--timeline", good, "--out", out, "--target", "-1:x"}, "--target"},
+		{[]string{"--timeline", good, "--out", out, "--width", "50"}, "--width 50 --height 540: want 100 to 100,000 points each"},
 	} {
 		r := runCLI(t, append([]string{"plot"}, c.args...)...)
 		assert.Equal(t, ExitUsage, r.code, "%v: %s", c.args, r.stderr)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlseq/cqlseq/internal/procstat"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
@@ -52,8 +53,12 @@ func TestNodeCPUNowReadsTheClusterNodes(t *testing.T) {
 	tt := &tort{}
 	assert.Error(t, tt.nodeCPUNow().err, "no cluster")
 	tt.cluster = &cassandra.Cluster{Nodes: []*cassandra.Instance{{PID: os.Getpid()}, {PID: os.Getpid()}}}
+	self, err := procstat.Self()
+	require.NoError(t, err)
 	n := tt.nodeCPUNow()
 	require.NoError(t, n.err)
 	assert.Equal(t, []int{os.Getpid(), os.Getpid()}, n.pids)
-	assert.Positive(t, n.used)
+	assert.GreaterOrEqual(t, n.used, 2*self, "both nodes' time, summed")
+	tt.cluster.Nodes = append(tt.cluster.Nodes, &cassandra.Instance{PID: 1 << 30})
+	assert.ErrorContains(t, tt.nodeCPUNow().err, "1073741824", "a node not running")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,6 +30,10 @@ type phaseRecord struct {
 	// drawn; plotErr says why.
 	svg     string
 	plotErr string
+	// timeline is the merged timeline's file name in the run's directory
+	// and redraw the cqlseq plot command that draws the plot from it ("":
+	// none, no samples).
+	timeline, redraw string
 	// began is the nodes' CPU time when the phase began; cost what its
 	// commands cost, set when it ends.
 	began nodeCPU
@@ -104,12 +109,20 @@ func phaseTimeline(title string, children []childSeries) *timeline.Timeline {
 			continue
 		}
 		for _, iv := range c.tl.Intervals {
-			j := at(c.tl.Start.Add(iv.Start))
-			o := &tl.Intervals[j]
+			// Counts go to the interval holding the child's interval's
+			// start; its latency to every interval it covers (a child's
+			// interval is longer than the sampling step).
+			from := c.tl.Start.Add(iv.Start)
+			o := &tl.Intervals[at(from)]
 			o.Busy += iv.Busy
 			o.Failed += iv.Failed
-			if o.Acked > 0 && iv.Acked > 0 {
-				o.P50, o.P99, o.Max = max(o.P50, iv.P50), max(o.P99, iv.P99), max(o.Max, iv.Max)
+			if iv.Acked == 0 {
+				continue
+			}
+			for j := at(from); j <= at(from.Add(iv.Length-1)); j++ {
+				if o := &tl.Intervals[j]; o.Acked > 0 {
+					o.P50, o.P99, o.Max = max(o.P50, iv.P50), max(o.P99, iv.P99), max(o.Max, iv.Max)
+				}
 			}
 		}
 	}
@@ -205,6 +218,42 @@ func (pr *phaseRecord) drawSeries(dir string, series []childSeries) {
 		return
 	}
 	pr.svg = name
+	// The merged timeline, so that the plot can be drawn again.
+	tlName := strings.TrimSuffix(name, ".svg") + ".timeline.json"
+	if len(tl.Intervals) > 0 {
+		if err := tl.WriteFile(filepath.Join(dir, tlName)); err != nil {
+			pr.plotErr = "writing its timeline: " + err.Error()
+			return
+		}
+		pr.timeline, pr.redraw = tlName, redrawCommand(tlName, name, o)
+	}
+}
+
+// redrawCommand is the cqlseq plot command line that draws the timeline
+// file tl into svg again with o's regions and target (run in the run's
+// directory).
+func redrawCommand(tl, svg string, o chart.Options) string {
+	args := []string{"cqlseq", "plot", "--timeline", tl, "--out", svg}
+	if o.Width != 0 || o.Height != 0 {
+		args = append(args, "--width", strconv.FormatFloat(o.Width, 'f', -1, 64), "--height", strconv.FormatFloat(o.Height, 'f', -1, 64))
+	}
+	for _, r := range o.Regions {
+		args = append(args, "--region", fmt.Sprintf("%s:%s:%s", seconds(r.Start), seconds(r.End), r.Label))
+	}
+	if o.Target != nil {
+		args = append(args, "--target", fmt.Sprintf("%s:%s", strconv.FormatFloat(o.Target.Rate, 'f', -1, 64), o.Target.Label))
+	}
+	for i, a := range args {
+		if strings.ContainsAny(a, " '\"$`\\!*?#&;|<>()[]{}~") {
+			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+// seconds is d in seconds, to the millisecond.
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Round(time.Millisecond).Seconds(), 'f', -1, 64)
 }
 
 // beginPhase starts the record of phase; endPhase draws its plot.

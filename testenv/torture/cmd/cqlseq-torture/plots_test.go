@@ -68,7 +68,10 @@ func TestPhaseTimelineLatencyFromChildTimelines(t *testing.T) {
 	tl := phaseTimeline("x", series)
 	require.NoError(t, tl.Validate())
 	assert.Equal(t, uint64(3), tl.Intervals[0].Busy)
+	assert.Zero(t, tl.Intervals[1].Busy, "counted once")
 	assert.Equal(t, 5*time.Millisecond, tl.Intervals[0].P99)
+	assert.Equal(t, 5*time.Millisecond, tl.Intervals[1].P99, "a child's 500 ms interval covers two 250 ms steps: no gap in the latency line")
+	assert.Zero(t, tl.Intervals[2].P99)
 }
 
 // TestPhasePlotShadesEveryFault: the phase's plot has one shaded region per

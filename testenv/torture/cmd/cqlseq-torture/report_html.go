@@ -74,6 +74,9 @@ func writeReportHTML(w io.Writer, dir, tables string, records []*phaseRecord, ru
 				p(" The dashed line: %s.", esc(pr.targetLabel))
 			}
 			p("</p>\n")
+			if pr.redraw != "" {
+				p("<p>Its <a href=\"%s\">timeline</a>; drawn again, in this directory, by <code>%s</code></p>\n", esc(pr.timeline), esc(pr.redraw))
+			}
 		case pr.plotErr != "":
 			p("<p class=\"bad\">No plot: %s</p>\n", esc(pr.plotErr))
 		default:

@@ -102,7 +102,8 @@ func TestReportHTML(t *testing.T) {
 	assert.Contains(t, doc.text, "The run failed: partition #2: a <child> died")
 	assert.Contains(t, doc.text, "Cost: the nodes used 3.00 core-ms per acknowledged command")
 	require.Len(t, doc.imgs, 2, "one plot per phase")
-	assert.Len(t, doc.links, 4, "stdout, stderr, ack log, timeline (no report written)")
+	assert.Len(t, doc.links, 5, "the phase's timeline; the child's stdout, stderr, ack log, timeline (no report written)")
+	assert.Contains(t, doc.text, "drawn again, in this directory, by cqlseq plot --timeline plot-partition_fenced_4x4.timeline.json --out plot-partition_fenced_4x4.svg --width 900 --height 500 --region '5:8:node 3 cut' --region '15:15.25:kill fenced' --target ")
 	for _, ref := range append(doc.imgs, doc.links...) {
 		assert.False(t, strings.Contains(ref, "://"), "%s: relative", ref)
 		assert.FileExists(t, filepath.Join(dir, ref))
