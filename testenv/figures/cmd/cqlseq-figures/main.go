@@ -6,9 +6,14 @@
 // -bench, medians of -count runs); recovery on one CQL node (make
 // bench-recovery, which starts and stops its node); cqlseq bench on bbolt;
 // and, on a 3-node launcher cluster it starts and stops, cqlseq bench at
-// RF 3 in fenced mode and the gray-failure check (a node paused 10 s).
+// RF 3 in each mode with the nodes' CPU time per command, and a fenced run
+// during which a node is SIGSTOPped for 15 s.
 //
-//	cqlseq-figures -cqlseq bin/cqlseq -launcher bin/cassandra-launcher -torture bin/cqlseq-torture
+// Each cqlseq bench run records its timeline into -figures (NAME.json)
+// and draws it (NAME.svg) with cqlseq plot; the command lines it logs
+// draw them again from the recorded files.
+//
+//	cqlseq-figures -cqlseq bin/cqlseq -launcher bin/cassandra-launcher -figures docs/figures
 package main
 
 import (
@@ -31,31 +36,48 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
 type config struct {
-	cqlseq, launcher, torture string
-	count                     int
-	duration                  time.Duration
-	heap                      string
-	only                      string
+	cqlseq, launcher string
+	figures          string // the directory of the recorded timelines and their charts
+	count            int
+	duration         time.Duration
+	heap             string
+	only             string
 }
 
-// row is one line of the table: what was measured, the figure, and the
-// command that reproduces it.
-type row struct{ what, figure, command string }
+// row is one line of the table: what was measured, the figure, what a
+// command cost ("" where the case has no commands), and the command that
+// reproduces it.
+type row struct{ what, figure, cost, command string }
 
 // defaults is the configuration of the README's table.
 var defaults = config{
-	cqlseq: "bin/cqlseq", launcher: "bin/cassandra-launcher", torture: "bin/cqlseq-torture",
+	cqlseq: "bin/cqlseq", launcher: "bin/cassandra-launcher", figures: "docs/figures",
 	count: 5, duration: 30 * time.Second, heap: "512m",
 }
+
+// The paused-node run: node pausedNode of three is SIGSTOPped pauseFor,
+// pauseAfter into a run of pausedRun.
+const (
+	pausedNode = 2
+	pauseAfter = 15 * time.Second
+	pauseFor   = 15 * time.Second
+	pausedRun  = 45 * time.Second
+)
+
+// timelineInterval is the interval of the recorded timelines.
+const timelineInterval = time.Second
 
 func main() {
 	c := defaults
 	flag.StringVar(&c.cqlseq, "cqlseq", c.cqlseq, "the cqlseq binary")
 	flag.StringVar(&c.launcher, "launcher", c.launcher, "the Cassandra launcher")
-	flag.StringVar(&c.torture, "torture", c.torture, "the campaign driver (its -gray check)")
+	flag.StringVar(&c.figures, "figures", c.figures, "directory of the recorded timelines (NAME.json) and their charts (NAME.svg)")
 	flag.IntVar(&c.count, "count", c.count, "go test -count of the core benchmarks (medians are reported)")
 	flag.DurationVar(&c.duration, "duration", c.duration, "cqlseq bench --duration")
 	flag.StringVar(&c.heap, "heap", c.heap, "heap of each cluster node")
@@ -74,7 +96,7 @@ func main() {
 type figureCase struct {
 	name    string
 	plan    func(config) []row
-	measure func(context.Context, config) ([]string, error)
+	measure func(context.Context, config) ([]measured, error)
 }
 
 var cases = []figureCase{
@@ -97,6 +119,9 @@ func plan(c config) []row {
 
 func run(ctx context.Context, c config, w io.Writer) error {
 	began, loadBefore := time.Now(), loadAverage()
+	if err := os.MkdirAll(c.figures, 0o755); err != nil {
+		return err
+	}
 	var rows []row
 	for _, cs := range cases {
 		if c.only != "" && !strings.Contains(cs.name, c.only) {
@@ -112,24 +137,33 @@ func run(ctx context.Context, c config, w io.Writer) error {
 			return fmt.Errorf("%s: %d figures for %d rows", cs.name, len(figs), len(r))
 		}
 		for i := range r {
-			r[i].figure = figs[i]
+			r[i].figure, r[i].cost = figs[i].figure, figs[i].cost
 		}
 		rows = append(rows, r...)
 	}
 	fmt.Fprintf(w, "\nMachine: %s. Apache Cassandra 5.0.8 (the launcher's, on loopback). %s, %s; make figures took %.0f s, load average %s at its start, %s at its end.\n\n",
 		machine(), runtime.Version(), time.Now().UTC().Format("2006-01-02"), time.Since(began).Seconds(), loadBefore, loadAverage())
-	fmt.Fprintln(w, "| case | figure | command |")
-	fmt.Fprintln(w, "|---|---|---|")
+	fmt.Fprintln(w, tableHeader)
 	for _, r := range rows {
 		fmt.Fprintln(w, r.markdown())
 	}
 	return nil
 }
 
+// tableHeader heads the README's table.
+const tableHeader = "| case | figure | cost per command | command |\n|---|---|---|---|"
+
 // markdown is r as a row of the README's table.
 func (r row) markdown() string {
-	return fmt.Sprintf("| %s | %s | `%s` |", r.what, r.figure, strings.ReplaceAll(r.command, "|", `\|`))
+	cost := r.cost
+	if cost == "" {
+		cost = "-"
+	}
+	return fmt.Sprintf("| %s | %s | %s | `%s` |", r.what, r.figure, cost, strings.ReplaceAll(r.command, "|", `\|`))
 }
+
+// measured is a row's figure and cost.
+type measured struct{ figure, cost string }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s figures: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
@@ -234,7 +268,7 @@ func corePlan(c config) []row {
 	}
 }
 
-func coreMeasure(ctx context.Context, c config) ([]string, error) {
+func coreMeasure(ctx context.Context, c config) ([]measured, error) {
 	out, err := command(ctx, "go", coreArgs(c)...)
 	if err != nil {
 		return nil, err
@@ -244,9 +278,9 @@ func coreMeasure(ctx context.Context, c config) ([]string, error) {
 	if len(seq) != c.count || len(rec) != c.count {
 		return nil, fmt.Errorf("go test -bench: want %d results of each, got %d and %d", c.count, len(seq), len(rec))
 	}
-	return []string{
-		fmt.Sprintf("%.0f ns (median of %d)", median(seq), len(seq)),
-		fmt.Sprintf("%.0f ms (median of %d)", median(rec)/1e6, len(rec)),
+	return []measured{
+		{figure: fmt.Sprintf("%.0f ns (median of %d)", median(seq), len(seq))},
+		{figure: fmt.Sprintf("%.0f ms (median of %d)", median(rec)/1e6, len(rec))},
 	}, nil
 }
 
@@ -260,7 +294,7 @@ func recoveryPlan(config) []row {
 	}}
 }
 
-func recoveryMeasure(ctx context.Context, _ config) ([]string, error) {
+func recoveryMeasure(ctx context.Context, _ config) ([]measured, error) {
 	out, err := command(ctx, "make", "--no-print-directory", "-s", "bench-recovery")
 	if err != nil {
 		return nil, err
@@ -278,7 +312,7 @@ func recoveryMeasure(ctx context.Context, _ config) ([]string, error) {
 			return nil, fmt.Errorf("make bench-recovery: no median for %s", k)
 		}
 	}
-	return []string{fmt.Sprintf("%s s / %s s (cqlseq's PLog), %s s / %s s (Voedger's)", v["cqlseq open"], v["cqlseq actualize"], v["voedger open"], v["voedger actualize"])}, nil
+	return []measured{{figure: fmt.Sprintf("%s s / %s s (cqlseq's PLog), %s s / %s s (Voedger's)", v["cqlseq open"], v["cqlseq actualize"], v["voedger open"], v["voedger actualize"])}}, nil
 }
 
 // benchJSON is the part of cqlseq bench --json the table shows.
@@ -289,15 +323,46 @@ type benchJSON struct {
 			P99 float64 `json:"p99"`
 		} `json:"latency_ms"`
 	} `json:"sequencer"`
+	Cost *struct {
+		CQLStatements   *float64 `json:"cql_statements_per_command"`
+		CQLConditional  *float64 `json:"cql_conditional_statements_per_command"`
+		ClientCPUMs     *float64 `json:"client_cpu_ms_per_command"`
+		NodeCPUMs       *float64 `json:"node_cpu_ms_per_command"`
+		CommandsCounted uint64   `json:"commands"`
+	} `json:"cost"`
+}
+
+// costText is what a command cost in r: the nodes' CPU time, this
+// process's, and the CQL statements, as far as r has them.
+func (r benchJSON) costText() (string, error) {
+	c := r.Cost
+	if c == nil || c.ClientCPUMs == nil {
+		return "", errors.New("cqlseq bench reported no CPU time per command")
+	}
+	var parts []string
+	if c.NodeCPUMs != nil {
+		parts = append(parts, fmt.Sprintf("%.2f core-ms on the nodes", *c.NodeCPUMs))
+	}
+	parts = append(parts, fmt.Sprintf("%.2f core-ms in cqlseq", *c.ClientCPUMs))
+	if c.CQLStatements != nil && c.CQLConditional != nil {
+		parts = append(parts, fmt.Sprintf("%.2f CQL statements (%.2f conditional)", *c.CQLStatements, *c.CQLConditional))
+	}
+	return strings.Join(parts, ", "), nil
 }
 
 // benchArgs are cqlseq bench's arguments for a case: store flags, then the
-// load every case shares.
-func benchArgs(c config, store ...string) []string {
+// load every case shares, for d.
+func benchArgs(d time.Duration, store ...string) []string {
 	args := append([]string{"bench"}, store...)
-	return append(args, "--partitions", "4", "--concurrency", "16", "--duration", c.duration.String(), "--no-progress")
+	return append(args, "--partitions", "4", "--concurrency", "16", "--duration", d.String(), "--no-progress")
 }
 
+// timelineArgs records the run's timeline as name.json under dir.
+func timelineArgs(dir, name string) []string {
+	return []string{"--timeline", filepath.Join(dir, name+".json"), "--timeline-interval", timelineInterval.String()}
+}
+
+// runBench runs cqlseq bench with args and --json, and returns its report.
 func runBench(ctx context.Context, c config, args []string) (benchJSON, error) {
 	dir, err := os.MkdirTemp("", "cqlseq-figures-")
 	if err != nil {
@@ -319,41 +384,78 @@ func runBench(ctx context.Context, c config, args []string) (benchJSON, error) {
 	return r, nil
 }
 
-var bboltStore = []string{"--store", "bbolt", "--mode", "trust0"}
-
-func bboltPlan(c config) []row {
-	return []row{{what: "bbolt, trust0, 4 partitions x 16 clients, fsync on", command: shellLine("cqlseq", benchArgs(c, bboltStore...))}}
+// drawArgs are cqlseq plot's arguments drawing name.json into name.svg
+// under dir, with title and regions (START:END:LABEL).
+func drawArgs(dir, name, title string, regions ...string) []string {
+	args := []string{"plot", "--timeline", filepath.Join(dir, name+".json"), "--out", filepath.Join(dir, name+".svg"), "--title", title}
+	for _, r := range regions {
+		args = append(args, "--region", r)
+	}
+	return args
 }
 
-func bboltMeasure(ctx context.Context, c config) ([]string, error) {
-	r, err := runBench(ctx, c, benchArgs(c, bboltStore...))
+// draw draws a recorded timeline with cqlseq plot and logs the command
+// that draws it again.
+func draw(ctx context.Context, c config, args []string) error {
+	logf("chart: %s", shellLine("cqlseq", args))
+	_, err := command(ctx, c.cqlseq, args...)
+	return err
+}
+
+var bboltStore = []string{"--store", "bbolt", "--mode", "trust0"}
+
+const bboltChart = "bbolt-trust0"
+
+func bboltPlan(c config) []row {
+	return []row{{what: "bbolt, trust0, 4 partitions x 16 clients, fsync on", command: shellLine("cqlseq", benchArgs(c.duration, bboltStore...))}}
+}
+
+func bboltMeasure(ctx context.Context, c config) ([]measured, error) {
+	r, err := runBench(ctx, c, append(benchArgs(c.duration, bboltStore...), timelineArgs(c.figures, bboltChart)...))
 	if err != nil {
 		return nil, err
 	}
-	return []string{fmt.Sprintf("%s commands/s, p99 %.1f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99)}, nil
+	cost, err := r.costText()
+	if err != nil {
+		return nil, err
+	}
+	if err := draw(ctx, c, drawArgs(c.figures, bboltChart, "bbolt, trust0, 4 partitions x 16 clients, fsync on")); err != nil {
+		return nil, err
+	}
+	return []measured{{fmt.Sprintf("%s commands/s, p99 %.1f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99), cost}}, nil
 }
-
-// grayRatio matches the gray check's fenced line.
-var grayRatio = regexp.MustCompile(`(?m)^gray-check fenced: .*: ratio ([\d.]+) `)
 
 const rf3Replication = `{'class': 'NetworkTopologyStrategy', 'datacenter1': 3}`
 
+// rf3Modes are the modes the cluster case measures, in the table's order.
+var rf3Modes = []string{"trust0", "trust2", "fenced"}
+
 // rf3Store are the cluster case's store flags; H and K stand for the
 // cluster's hosts and the keyspace.
-func rf3Store(hosts, ks string) []string {
-	return []string{"--hosts", hosts, "--keyspace", ks, "--mode", "fenced"}
+func rf3Store(hosts, ks, mode string) []string {
+	return []string{"--hosts", hosts, "--keyspace", ks, "--mode", mode}
 }
+
+// pausedChart is the README's chart: the fenced run with a node paused.
+const pausedChart = "rf3-fenced-node-paused"
+
+func rf3Chart(mode string) string { return "rf3-" + mode }
 
 func clusterPlan(c config) []row {
-	return []row{
-		{what: "CQL RF 3 (3 nodes), fenced, 4 partitions x 16 clients",
-			command: shellLine("cqlseq", []string{"migrate", "--hosts", "H", "--keyspace", "K", "--replication", rf3Replication}) + "; " +
-				shellLine("cqlseq", benchArgs(c, rf3Store("H", "K")...))},
-		{what: "one node of three paused 10 s, fenced, 4 x 16: acks/s during the pause over before", command: "make gray-check"},
+	migrate := shellLine("cqlseq", []string{"migrate", "--hosts", "H", "--keyspace", "K", "--replication", rf3Replication}) + "; "
+	var rows []row
+	for _, mode := range rf3Modes {
+		rows = append(rows, row{what: "CQL RF 3 (3 nodes), " + mode + ", 4 partitions x 16 clients",
+			command: migrate + shellLine("cqlseq", benchArgs(c.duration, rf3Store("H", "K", mode)...))})
 	}
+	return append(rows, row{
+		what: fmt.Sprintf("the same, fenced, node %d SIGSTOPped %v from %v into the run (the chart below): commands/s before / during / after the pause",
+			pausedNode, pauseFor, pauseAfter),
+		command: shellLine("cqlseq", append(benchArgs(pausedRun, rf3Store("H", "K", "fenced")...), timelineArgs(c.figures, pausedChart)...)),
+	})
 }
 
-func clusterMeasure(ctx context.Context, c config) (figs []string, err error) {
+func clusterMeasure(ctx context.Context, c config) (figs []measured, err error) {
 	state := filepath.Join(os.TempDir(), fmt.Sprintf("cqlseq-figures-%d.json", os.Getpid()))
 	began := time.Now()
 	out, err := command(ctx, c.launcher, "up", "-nodes", "3", "-heap", c.heap, "-timeout", "600s", "-state", state)
@@ -367,25 +469,124 @@ func clusterMeasure(ctx context.Context, c config) (figs []string, err error) {
 	}
 	hosts := strings.TrimSpace(string(out))
 	logf("3 nodes up in %.1f s at %s", time.Since(began).Seconds(), hosts)
-	ks := fmt.Sprintf("figures_%d", os.Getpid())
-	if _, err := command(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", rf3Replication); err != nil {
-		return nil, err
-	}
-	r, err := runBench(ctx, c, benchArgs(c, rf3Store(hosts, ks)...))
+	cluster, err := cassandra.ReadClusterState(state)
 	if err != nil {
 		return nil, err
 	}
-	figs = append(figs, fmt.Sprintf("%s commands/s, p99 %.0f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99))
+	var pids []string
+	for _, n := range cluster.Nodes {
+		pids = append(pids, strconv.Itoa(n.PID))
+	}
+	nodePIDs := []string{"--node-pids", strings.Join(pids, ",")}
+	for _, mode := range rf3Modes {
+		ks := fmt.Sprintf("figures_%s_%d", mode, os.Getpid())
+		if _, err := command(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", rf3Replication); err != nil {
+			return nil, err
+		}
+		args := append(append(benchArgs(c.duration, rf3Store(hosts, ks, mode)...), timelineArgs(c.figures, rf3Chart(mode))...), nodePIDs...)
+		r, err := runBench(ctx, c, args)
+		if err != nil {
+			return nil, err
+		}
+		cost, err := r.costText()
+		if err != nil {
+			return nil, err
+		}
+		if err := draw(ctx, c, drawArgs(c.figures, rf3Chart(mode), "CQL RF 3 (3 nodes), "+mode+", 4 partitions x 16 clients")); err != nil {
+			return nil, err
+		}
+		figs = append(figs, measured{fmt.Sprintf("%s commands/s, p99 %.0f ms", commas(r.Sequencer.PerSecond), r.Sequencer.Latency.P99), cost})
+	}
+	paused, err := pausedMeasure(ctx, c, cluster, hosts)
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, paused), nil
+}
 
-	out, err = command(ctx, c.torture, "-cqlseq", c.cqlseq, "-state", state, "-gray")
+// pausedMeasure runs the fenced bench of pausedRun on a fresh keyspace,
+// SIGSTOPs node pausedNode pauseAfter after the bench started for
+// pauseFor, draws the chart with the pause shaded, and returns the rates
+// before, during and after the pause from the recorded timeline.
+func pausedMeasure(ctx context.Context, c config, cluster *cassandra.Cluster, hosts string) (measured, error) {
+	ks := fmt.Sprintf("figures_paused_%d", os.Getpid())
+	if _, err := command(ctx, c.cqlseq, "migrate", "--hosts", hosts, "--keyspace", ks, "--replication", rf3Replication); err != nil {
+		return measured{}, err
+	}
+	args := append(benchArgs(pausedRun, rf3Store(hosts, ks, "fenced")...), timelineArgs(c.figures, pausedChart)...)
+	benchDone := make(chan error, 1)
+	go func() {
+		_, err := runBench(ctx, c, args)
+		benchDone <- err
+	}()
+	var pause window
+	select {
+	case err := <-benchDone:
+		return measured{}, fmt.Errorf("cqlseq bench ended before the pause: %v", err)
+	case <-time.After(pauseAfter):
+	}
+	pause.began = time.Now()
+	logf("SIGSTOP node %d for %v", pausedNode, pauseFor)
+	if err := cassandra.PauseNode(cluster, pausedNode); err != nil {
+		return measured{}, errors.Join(err, <-benchDone)
+	}
+	select {
+	case <-time.After(pauseFor):
+	case <-ctx.Done():
+	}
+	rerr := cassandra.ResumeNode(cluster, pausedNode)
+	pause.ended = time.Now()
+	if err := errors.Join(rerr, <-benchDone); err != nil {
+		return measured{}, err
+	}
+	tl, err := timeline.ReadFile(filepath.Join(c.figures, pausedChart+".json"))
 	if err != nil {
-		return nil, err
+		return measured{}, err
 	}
-	m := grayRatio.FindSubmatch(out)
-	if m == nil {
-		return nil, errors.New("the gray check printed no fenced ratio")
+	from, to := pause.began.Sub(tl.Start), pause.ended.Sub(tl.Start)
+	region := fmt.Sprintf("%.1f:%.1f:node %d paused (SIGSTOP)", from.Seconds(), to.Seconds(), pausedNode)
+	title := fmt.Sprintf("CQL RF 3 (3 nodes), fenced, 4 x 16: node %d of 3 paused %v", pausedNode, pauseFor)
+	if err := draw(ctx, c, drawArgs(c.figures, pausedChart, title, region)); err != nil {
+		return measured{}, err
 	}
-	return append(figs, string(m[1])), nil
+	return measured{figure: pauseRates(tl, from, to)}, nil
+}
+
+// window is a span of wall-clock time.
+type window struct{ began, ended time.Time }
+
+// pauseRates describes tl's rates before, during and after the pause from
+// from to to (since tl's start): commands/s over the intervals that lie
+// wholly within each span, and the largest p99 of the intervals during it.
+func pauseRates(tl *timeline.Timeline, from, to time.Duration) string {
+	var before, during, after struct {
+		n uint64
+		d time.Duration
+	}
+	var p99 time.Duration
+	for _, iv := range tl.Intervals {
+		switch {
+		case iv.End() <= from:
+			before.n, before.d = before.n+iv.Acked, before.d+iv.Length
+		case iv.Start >= from && iv.End() <= to:
+			during.n, during.d = during.n+iv.Acked, during.d+iv.Length
+			p99 = max(p99, iv.P99)
+		case iv.Start >= to:
+			after.n, after.d = after.n+iv.Acked, after.d+iv.Length
+		}
+	}
+	rate := func(n uint64, d time.Duration) float64 {
+		if d <= 0 {
+			return 0
+		}
+		return float64(n) / d.Seconds()
+	}
+	b, du, a := rate(before.n, before.d), rate(during.n, during.d), rate(after.n, after.d)
+	ratio := "-"
+	if b > 0 {
+		ratio = fmt.Sprintf("%.2f", du/b)
+	}
+	return fmt.Sprintf("%s / %s / %s commands/s (during over before %s), p99 up to %.0f ms during", commas(b), commas(du), commas(a), ratio, float64(p99)/1e6)
 }
 
 // shellLine is name args as one would type it in a shell.

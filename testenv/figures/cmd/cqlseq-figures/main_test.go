@@ -6,9 +6,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/internal/timeline"
 )
 
 func TestBenchMetricTakesTheNamedBenchmarksUnit(t *testing.T) {
@@ -23,15 +26,30 @@ BenchmarkSequencer/workspaces=1-2         	 6207012	       179.0 ns/op	         
 	assert.Empty(t, benchMetric(out, "BenchmarkCacheHeap", "ns/op"))
 }
 
-func TestRecoveryAndGrayLinesParse(t *testing.T) {
+func TestRecoveryLinesParse(t *testing.T) {
 	medians := "cqlseq   open       this build   wall   2.61 s  peak RSS   19 MiB\nvoedger  actualize  after        wall   3.50 s  peak RSS   98 MiB\n"
 	m := recoveryMedian.FindAllStringSubmatch(medians, -1)
 	assert.Equal(t, [][]string{
 		{"cqlseq   open       this build   wall   2.61 s", "cqlseq", "open", "2.61"},
 		{"voedger  actualize  after        wall   3.50 s", "voedger", "actualize", "3.50"},
 	}, m)
-	g := grayRatio.FindStringSubmatch("gray-check fenced: 522.3 acks/s in the 10s before, 808.5 acks/s during the 10.0 s pause of node 2: ratio 1.55 (need >= 0.2): ok; verify: 0 lost")
-	assert.Equal(t, "1.55", g[1])
+}
+
+// TestPauseRatesCountWholeIntervalsOnly: an interval that straddles the
+// pause's start or end counts in no span; the p99 is the largest of the
+// intervals during the pause.
+func TestPauseRatesCountWholeIntervalsOnly(t *testing.T) {
+	tl := &timeline.Timeline{Interval: time.Second}
+	for i, acked := range []uint64{900, 1000, 1000, 700, 200, 300, 650, 1100, 1100} {
+		tl.Intervals = append(tl.Intervals, timeline.Interval{
+			Start: time.Duration(i) * time.Second, Length: time.Second, Acked: acked, P99: time.Duration(i+1) * 10 * time.Millisecond})
+	}
+	// Paused from 3.5 s to 6.2 s: before 0-3 s, during 4-6 s, after 7-9 s.
+	got := pauseRates(tl, 3500*time.Millisecond, 6200*time.Millisecond)
+	assert.Equal(t, "967 / 250 / 1,100 commands/s (during over before 0.26), p99 up to 60 ms during", got)
+	assert.Equal(t, "772 / 0 / 0 commands/s (during over before 0.00), p99 up to 0 ms during", pauseRates(tl, 9*time.Second, 9*time.Second),
+		"a pause after the run: nothing during or after")
+	assert.Equal(t, "0 / 0 / 0 commands/s (during over before -), p99 up to 0 ms during", pauseRates(&timeline.Timeline{}, 0, time.Second))
 }
 
 func TestShellLineQuotesWhatTheShellWouldInterpret(t *testing.T) {
@@ -58,7 +76,7 @@ func TestTheREADMEsTableIsMakeFigures(t *testing.T) {
 	_, figures, ok := strings.Cut(string(b), "\n## Figures\n")
 	require.True(t, ok, "the README has a Figures section")
 	figures, _, _ = strings.Cut(figures, "\n## ")
-	_, table, ok := strings.Cut(figures, "| case | figure | command |\n|---|---|---|\n")
+	_, table, ok := strings.Cut(figures, tableHeader+"\n")
 	require.True(t, ok, "the Figures section has make figures' table")
 	var readme []string
 	lines := strings.Split(table, "\n")
@@ -73,12 +91,12 @@ func TestTheREADMEsTableIsMakeFigures(t *testing.T) {
 	}
 	want := plan(defaults)
 	require.Len(t, readme, len(want), "rows:\n%s", strings.Join(readme, "\n"))
-	figure := regexp.MustCompile(`^\| (.*) \| (.*) \| (.*) \|$`)
+	figure := regexp.MustCompile(`^\| (.*) \| (.*) \| (.*) \| (.*) \|$`)
 	for i, line := range readme {
 		m := figure.FindStringSubmatch(line)
 		require.NotNil(t, m, line)
 		w := want[i]
-		w.figure = m[2]
+		w.figure, w.cost = m[2], m[3]
 		assert.Equal(t, w.markdown(), line, "README row %d", i+1)
 	}
 }
