@@ -3,8 +3,9 @@
 // the next values of recently used sequences in an LRU, flushes issued
 // values to an injected ISeqStorage in batches, and on start (or after a
 // failed PLog write) actualizes its state from the PLog tail that follows
-// the last flushed offset. Its one goroutine, the worker, is stopped by
-// cleanup, which also cancels the storage call in flight (ISeqStorageCanceler).
+// the last flushed offset. Its one long-lived goroutine, the worker, is
+// stopped by cleanup, which also cancels the storage calls still in flight
+// after a grace of 50 ms (ISeqStorageCanceler).
 //
 // The package imports nothing of cqlseq: storage is injected through
 // ISeqStorage.
@@ -92,14 +93,14 @@ type ISeqStorage interface {
 }
 
 // ISeqStorageCanceler is implemented by an ISeqStorage whose calls can be
-// ended from another goroutine. ISeqStorage passes no context (the seed's
-// shape), so without it a call stuck in an outage holds the sequencer's
-// cleanup until the storage's own timeout. If Params.SeqStorage implements
-// it, cleanup, having stopped the sequencer's work, calls CancelCalls if the
-// storage call in flight has not returned 50 ms later (a healthy store's
-// call finishes, and its write lands). CancelCalls must make the calls in
-// flight return promptly and every later call fail; it must be safe to call
-// concurrently with them.
+// ended from another goroutine. ISeqStorage passes no context, so without
+// it a call stuck in an outage holds the sequencer's cleanup until the
+// storage's own timeout. If Params.SeqStorage implements it, cleanup,
+// having stopped the sequencer's work, calls CancelCalls if the storage
+// calls in flight (the worker's and ReadAhead's) have not returned 50 ms
+// later (a healthy store's call finishes, and its write lands). CancelCalls
+// must make the calls in flight return promptly and every later call fail;
+// it must be safe to call concurrently with them.
 type ISeqStorageCanceler interface {
 	CancelCalls()
 }
@@ -184,25 +185,22 @@ type Params struct {
 	SeqStorage ISeqStorage
 
 	// MaxNumUnflushedValues is the number of values waiting to be flushed
-	// above which Start returns (0, false). Default 10,000; at most
-	// MaxMaxNumUnflushedValues.
+	// above which Start returns (0, false): the headroom that lets a
+	// partition keep issuing numbers while its flushes stall (a write to a
+	// replica that does not answer holds a flush until the storage's call
+	// timeout, seqstorage's default 5 s, and its workspaces are retried
+	// after it). At most MaxMaxNumUnflushedValues. Default 10,000: at about
+	// 650 values/s (300 commands/s taking two numbers each) it covers 15 s
+	// of stalled flushes, so a one-replica outage of 5-15 s does not make
+	// the partition busy.
 	//
-	// It is the headroom that lets a partition keep issuing numbers while
-	// its flushes stall: a write that reaches a replica that does not
-	// answer (paused, partitioned) holds the flush until the storage's
-	// call timeout (seqstorage's default is 5 s), and the failed
-	// workspaces are retried after it. 10,000 values cover 15 s of
-	// stalled flushes at about 650 values/s (300 commands/s taking two
-	// numbers each), so a one-replica outage of 5-15 s does not turn into
-	// "busy". (The spec's 500 lasted well under a second at that load.)
-	//
-	// It also bounds memory and work: New allocates a buffer of the next
-	// power of two of MaxNumUnflushedValues+256 values (24 bytes each:
-	// 384 KiB at the default; with GroupCommit, 16 more bytes per entry
-	// for the transactions' marks), and a cache miss scans the unflushed
-	// values (a few microseconds per thousand) to overlay them on the
-	// stored numbers. A restart replays the PLog events of the unflushed
-	// values.
+	// It also bounds memory and work: the ring of unflushed values grows on
+	// demand up to the next power of two at or above
+	// MaxNumUnflushedValues+256 values (24 bytes each: 384 KiB at the
+	// default; with GroupCommit, as many transaction marks of 16 bytes), a
+	// cache miss scans the unflushed values (a few microseconds per
+	// thousand) to overlay them on the stored numbers, and a restart
+	// replays the PLog events of the unflushed values.
 	MaxNumUnflushedValues int
 
 	// LRUCacheSize is the number of (WSID, SeqID) next values kept in

@@ -140,7 +140,6 @@ func (r *recorder) wait(t testing.TB, key uint32, want elections.EventKind) elec
 
 func newKey() uint32 { return rand.Uint32() }
 
-// store returns a new storage closed at the test's end.
 // newFaulty wraps st in a faulty.Store without rules. Closing it would
 // close st: the test's cleanup closes st instead.
 func newFaulty(t *testing.T, st storage.Storage) *faulty.Store {
@@ -178,6 +177,7 @@ func setRules(t *testing.T, f *faulty.Store, rules ...rule) {
 	require.NoError(t, f.SetRules(rs...))
 }
 
+// store returns a new storage (Harness.New) closed at the test's end.
 func (s *suite) store(t *testing.T) storage.Storage {
 	st := s.h.New(t)
 	t.Cleanup(func() { _ = st.Close() })

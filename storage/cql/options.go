@@ -55,7 +55,7 @@ type Options struct {
 	// (hosts, consistency, timeouts, TLS, ...) stay as the caller built
 	// them, except that every query is given Consistency,
 	// SerialConsistency and a deadline. Close does not close it. Hosts,
-	// Username, Password, TLS, ConnectTimeout, NumConns,
+	// Username, Password, TLS, ConnectTimeout, NumConns, ReconnectInterval,
 	// DisableInitialHostLookup and LocalDC must then be left zero.
 	Session *gocql.Session
 
@@ -117,10 +117,12 @@ type Options struct {
 	// at most AttemptTimeout/2). NoHedging turns speculative attempts off.
 	HedgeDelay time.Duration
 	NoHedging  bool
-	// DisableHealth gives gocql's default host choice (token aware over
-	// round robin, or over DC-aware round robin with LocalDC), one attempt per statement bounded by Timeout, gocql's
-	// default retry policy and no hedging: the behaviour before
-	// health-aware host choice, for comparisons. With one replica paused or
+	// DisableHealth turns the health policy off: gocql's default host
+	// choice (token aware over round robin, or over DC-aware round robin
+	// with LocalDC), one attempt per statement bounded by Timeout
+	// (AttemptTimeout and LWTAttemptTimeout default to Timeout), gocql's
+	// default retry policy and no hedging; SuspectFloor, SuspectFactor,
+	// ProbeInterval and HedgeDelay are not used. With one replica paused or
 	// cut off, a third of all statements then wait out Timeout.
 	DisableHealth bool
 	// ConnectTimeout bounds connecting to each host in Open. Default 5 s.
@@ -156,9 +158,10 @@ type Options struct {
 	// default batch_size_fail_threshold of 50 KiB).
 	BatchRows  int
 	BatchBytes int
-	// WriteWorkers bounds the partitions PutBatch writes concurrently.
-	// Default 32 (a sequencer flush writes one partition per workspace:
-	// 500 workspaces took 58 ms with 8, 18 ms with 32 on one local node).
+	// WriteWorkers bounds the partitions PutBatch writes concurrently (a
+	// sequencer flush writes one partition per workspace). Default 32: a
+	// flush of 500 workspaces took 58 ms with 8 and 18 ms with 32 on one
+	// local node.
 	WriteWorkers int
 
 	// Logger receives the driver's messages and unknown LWT outcomes.

@@ -150,11 +150,13 @@ type actualizedNumber struct {
 	Next  uint64 `json:"next"`
 }
 
-// openActualizeStores opens the PLog's store and the sequence rows' (the
-// same one unless --seq-keyspace or --seq-file names another). Without
-// --write both are opened read-only (bbolt) and nothing is written; with
-// it the sequence rows' store is opened for writing, and so is the PLog's
-// in the cqlseq format (TakeOver fences it).
+// open opens the PLog's store and the sequence rows' (the same one unless
+// --seq-keyspace or --seq-file names another) and returns a closeAll that
+// closes both. A bbolt PLog file must exist. Without --write, bbolt files
+// are opened read-only and an absent --seq-file reads as empty (it is not
+// created); with --write the sequence rows' file is opened for writing,
+// and so is the PLog's when it is the same file or the format is cqlseq
+// (TakeOver fences it).
 func (f *actualizeFlags) open(ctx context.Context, e *env) (plogSt, seqSt *openedStore, closeAll func() error, err error) {
 	if p := f.store.boltPath(); f.store.kind == storeBolt {
 		if _, err := os.Stat(p); err != nil {

@@ -80,14 +80,15 @@ type openStats struct {
 	maxTook time.Duration // the slowest partition's actualization, as its sequencer measured it
 }
 
-// openPartitions opens partitions 0..n-1 and waits until each has
-// actualized (its first Do would not be refused as busy). The claim and
-// each partition's Open are retried on a transient error (retryTransient)
-// until readyTimeout after their first attempt. It first claims
-// n as the application's partition count (vvmadapter.ClaimPartitionCount):
-// workspaceOf's mapping depends on n, and a workspace moved to another
-// partition would be given numbers it already had, so a store whose
-// application ran with another count is refused.
+// openPartitions claims c.partitions as the application's partition count
+// (vvmadapter.ClaimPartitionCount), then opens partitions
+// 0..c.partitions-1 and waits until each has actualized (its first Do
+// would not be refused as busy). workspaceOf's mapping depends on the
+// count, and a workspace moved to another partition would be given
+// numbers it already had, so a store whose application ran with another
+// count is refused. The claim and each partition's Open are retried on a
+// transient error (retryTransient) until c.readyTimeout after their first
+// attempt. On an error the partitions opened are closed.
 func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats, error) {
 	began := time.Now()
 	err := retryTransient(ctx, c.log, "claiming the partition count", c.readyTimeout, func(ctx context.Context) error {
@@ -216,7 +217,7 @@ func (s *partitionSet) busyByReason() (actualizing, unflushed uint64) {
 type loadConfig struct {
 	partitions  int
 	workspaces  int
-	concurrency int           // goroutines per partition
+	concurrency int           // workers per partition, each running one command at a time
 	duration    time.Duration // how long commands are started
 	payload     []byte        // read-only, shared by every command
 	seed        uint64
@@ -400,13 +401,12 @@ func baselineBase(now time.Time) isequencer.PLogOffset {
 	return isequencer.PLogOffset(uint64(now.UnixMicro()) << 12)
 }
 
-// runBaseline writes events with plog.Writer alone (no sequencer): the
-// same event shape and mode as runCommands, to PLog partitions
-// baselinePartitionBase+p, at offsets from base.
-// baselineWriter returns the raw PLog write of one event in mode. In the
-// fenced mode it is one conditional batch per event (a group of one), under
-// a fence of a fresh epoch (time-based, so later runs on one store fence
-// off earlier ones), serialised per partition as the fenced writer is.
+// baselineWriter returns the raw PLog write of one event to partition part
+// in mode: plog.Writer's Write in the trust modes; in the fenced mode one
+// conditional batch per event (a group of one) under a fence of a fresh
+// epoch (time-based, so later runs on one store fence off earlier ones),
+// swept from base before it returns (plog.Sweep) and serialised per
+// partition as the fenced writer is.
 func baselineWriter(ctx context.Context, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, base isequencer.PLogOffset) (func(context.Context, *plog.Event) error, error) {
 	if mode != plog.ModeFenced {
 		w, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: mode})
@@ -431,6 +431,13 @@ func baselineWriter(ctx context.Context, st storage.Storage, part isequencer.Par
 	}, nil
 }
 
+// runBaseline runs c's workers writing events in mode with baselineWriter
+// alone (no sequencer): the event shape of runCommands, to PLog partitions
+// baselinePartitionBase+p, at consecutive offsets after base (an event's
+// numbers and record ID are its offset). A worker starts no write after
+// c.duration and stops at ctx's end or at a conflict (reported as
+// stopped); other write errors are counted. It returns an error only when
+// a partition's writer cannot be made.
 func runBaseline(ctx context.Context, st storage.Storage, mode plog.Mode, base isequencer.PLogOffset, c loadConfig) (loadResult, error) {
 	writers := make([]func(context.Context, *plog.Event) error, c.partitions)
 	next := make([]atomic.Uint64, c.partitions)
