@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cqlseq/cqlseq/internal/shellwords"
 	"github.com/cqlseq/cqlseq/internal/timeline"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
@@ -341,11 +342,11 @@ func (r benchJSON) costText() (string, error) {
 	}
 	var parts []string
 	if c.NodeCPUMs != nil {
-		parts = append(parts, fmt.Sprintf("%.2f core-ms on the nodes", *c.NodeCPUMs))
+		parts = append(parts, fmt.Sprintf("nodes %.2f core-ms", *c.NodeCPUMs))
 	}
-	parts = append(parts, fmt.Sprintf("%.2f core-ms in cqlseq", *c.ClientCPUMs))
+	parts = append(parts, fmt.Sprintf("cqlseq %.2f core-ms", *c.ClientCPUMs))
 	if c.CQLStatements != nil && c.CQLConditional != nil {
-		parts = append(parts, fmt.Sprintf("%.2f CQL statements (%.2f conditional)", *c.CQLStatements, *c.CQLConditional))
+		parts = append(parts, fmt.Sprintf("%.2f CQL statements (%.2f LWT)", *c.CQLStatements, *c.CQLConditional))
 	}
 	return strings.Join(parts, ", "), nil
 }
@@ -444,9 +445,15 @@ func rf3Chart(mode string) string { return "rf3-" + mode }
 func clusterPlan(c config) []row {
 	migrate := shellLine("cqlseq", []string{"migrate", "--hosts", "H", "--keyspace", "K", "--replication", rf3Replication}) + "; "
 	var rows []row
-	for _, mode := range rf3Modes {
-		rows = append(rows, row{what: "CQL RF 3 (3 nodes), " + mode + ", 4 partitions x 16 clients",
-			command: migrate + shellLine("cqlseq", benchArgs(c.duration, rf3Store("H", "K", mode)...))})
+	for i, mode := range rf3Modes {
+		r := row{what: "CQL RF 3 (3 nodes), " + mode + ", 4 partitions x 16 clients",
+			command: shellLine("cqlseq", benchArgs(c.duration, rf3Store("H", "K", mode)...))}
+		if i == 0 {
+			r.command = migrate + r.command
+		} else {
+			r.what += ", a keyspace migrated as above"
+		}
+		rows = append(rows, r)
 	}
 	return append(rows, row{
 		what: fmt.Sprintf("the same, fenced, node %d SIGSTOPped %v from %v into the run (the chart below): commands/s before / during / after the pause",
@@ -590,20 +597,7 @@ func pauseRates(tl *timeline.Timeline, from, to time.Duration) string {
 }
 
 // shellLine is name args as one would type it in a shell.
-func shellLine(name string, args []string) string {
-	words := []string{name}
-	for _, a := range args {
-		switch {
-		case a != "" && !strings.ContainsAny(a, " '\"$|^*?&;()<>{}[]\\`!#~"):
-		case strings.Contains(a, "'") && !strings.ContainsAny(a, "\"$\\`!"):
-			a = `"` + a + `"`
-		default:
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		words = append(words, a)
-	}
-	return strings.Join(words, " ")
-}
+func shellLine(name string, args []string) string { return shellwords.Line(name, args...) }
 
 // commas formats v rounded, with thousands separators.
 func commas(v float64) string {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -21,7 +22,7 @@ type nodeCPU struct {
 // nodeCPUNow reads the CPU time of the cluster's node processes.
 func (t *tort) nodeCPUNow() nodeCPU {
 	if t.cluster == nil || len(t.cluster.Nodes) == 0 {
-		return nodeCPU{err: fmt.Errorf("no cluster")}
+		return nodeCPU{err: errors.New("no cluster")}
 	}
 	var n nodeCPU
 	for _, node := range t.cluster.Nodes {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/internal/chart"
+	"github.com/cqlseq/cqlseq/internal/shellwords"
 	"github.com/cqlseq/cqlseq/internal/timeline"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
@@ -243,12 +244,7 @@ func redrawCommand(tl, svg string, o chart.Options) string {
 	if o.Target != nil {
 		args = append(args, "--target", fmt.Sprintf("%s:%s", strconv.FormatFloat(o.Target.Rate, 'f', -1, 64), o.Target.Label))
 	}
-	for i, a := range args {
-		if strings.ContainsAny(a, " '\"$`\\!*?#&;|<>()[]{}~") {
-			args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-	}
-	return strings.Join(args, " ")
+	return shellwords.Line(args[0], args[1:]...)
 }
 
 // seconds is d in seconds, to the millisecond.
