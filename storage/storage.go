@@ -266,7 +266,9 @@ func (b CondBatch) Ready(applied []bool) bool {
 // (storage/boltdb, storage/mem), not CQL, whose conditional batches span one
 // partition. A caller that finds it may use one ApplyBatchesIf where it
 // would otherwise make a sequence of ApplyBatchIf and PutBatch calls whose
-// later calls depend on the earlier ones' outcomes.
+// later calls depend on the earlier ones' outcomes. A driver that
+// implements it also commits each PutBatch as one transaction (see
+// Capabilities.PutBatchOneTransaction). Callers find it with Probe.
 type MultiApplier interface {
 	// ApplyBatchesIf applies batches in order in one transaction: each
 	// batch's conditions are judged after the batches before it were
@@ -283,7 +285,7 @@ type MultiApplier interface {
 
 // Wrapper is implemented by a Storage that wraps another (fault injection,
 // metrics): Unwrap returns the wrapped one. Optional capabilities are found
-// through it (AsMultiApplier, AsGroupCommitter), so that wrapping a store
+// through it (Probe), so that wrapping a store
 // never switches a caller to a slower path. A wrapper passes a capability
 // through by implementing its interface itself, delegating to the wrapped
 // storage (so that its faults and metrics still apply).
@@ -291,8 +293,8 @@ type Wrapper interface {
 	Unwrap() Storage
 }
 
-// AsMultiApplier returns st as a MultiApplier when st implements it and so
-// does every storage under it (see Wrapper): the innermost one applies the
+// AsMultiApplier, Probe's finder of MultiApplier, returns st as a
+// MultiApplier when st implements it and so does every storage under it (see Wrapper): the innermost one applies the
 // batches, and every wrapper on the way passes the calls through. A
 // wrapper's ApplyBatchesIf over a storage that is not a MultiApplier
 // refuses the call.
@@ -320,8 +322,8 @@ type GroupCommitter interface {
 	GroupCommits() (commits, writes uint64)
 }
 
-// AsGroupCommitter returns the GroupCommitter at st or under it (see
-// Wrapper), if any.
+// AsGroupCommitter, Probe's finder of GroupCommitter, returns the
+// GroupCommitter at st or under it (see Wrapper), if any.
 func AsGroupCommitter(st Storage) (GroupCommitter, bool) {
 	for st != nil {
 		if gc, ok := st.(GroupCommitter); ok {
