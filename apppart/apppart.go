@@ -97,14 +97,13 @@ type Partition struct {
 	logger   *slog.Logger
 
 	mu      sync.Mutex
-	seq     isequencer.ISequencer
+	seq     *isequencer.Sequencer
 	cleanup func()
 	closed  bool
 	stopped error // the conflict that stopped the partition
 
 	flow        *committer
 	cancelCalls func()                // the sequencer storage's CancelCalls
-	ra          isequencer.IReadAhead // the sequencer's, if it has it
 }
 
 // Do runs one command. On success the command's event is durable at
@@ -132,8 +131,8 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 // command takes p.mu (isequencer.IReadAhead): a cold workspace then costs
 // its own command a read, not every command waiting for the lock.
 func (p *Partition) readAhead(cmd Command) {
-	if p.ra != nil && len(cmd.Seqs) > 0 {
-		p.ra.ReadAhead(cmd.WSKind, cmd.WSID)
+	if len(cmd.Seqs) > 0 {
+		p.seq.ReadAhead(cmd.WSKind, cmd.WSID)
 	}
 }
 

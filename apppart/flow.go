@@ -72,16 +72,12 @@ type pending struct {
 	done chan struct{}
 }
 
-func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, isequencer.PLogOffset, func(error)) error, epoch uint64, seq isequencer.ISequencer, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) (*committer, error) {
-	d, ok := seq.(isequencer.IGroupCommit)
-	if !ok {
-		return nil, fmt.Errorf("%w: the sequencer does not implement IGroupCommit", ErrInvalidOptions)
-	}
-	c := &committer{log: log, failed: failed, ep: epoch, durable: d, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
+func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, isequencer.PLogOffset, func(error)) error, epoch uint64, durable isequencer.IGroupCommit, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) *committer {
+	c := &committer{log: log, failed: failed, ep: epoch, durable: durable, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
 		done: make(chan struct{}), queue: groupq.New[*pending]()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
-	return c, nil
+	return c
 }
 
 // leaseExpired reports whether the local lease deadline has passed.

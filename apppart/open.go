@@ -199,15 +199,11 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		logger: o.Logger,
 		seq:    seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
 	}
-	p.ra, _ = seq.(isequencer.IReadAhead)
 	var log groupLog = trustLog{w}
 	if fenced {
 		log = fencedLog{fw}
 	}
-	if p.flow, err = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, o.WriteTimeout, o.LeaseDeadline, o.Hooks); err != nil {
-		p.cleanup()
-		return nil, err
-	}
+	p.flow = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, o.WriteTimeout, o.LeaseDeadline, o.Hooks)
 	return p, nil
 }
 

@@ -107,7 +107,7 @@ func TestCleanupCancelsReadAheadInFlight(t *testing.T) {
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
-		s.(IReadAhead).ReadAhead(kindApp, 2)
+		s.ReadAhead(kindApp, 2)
 	}()
 	select {
 	case <-st.inFlight:
@@ -126,5 +126,5 @@ func TestCleanupCancelsReadAheadInFlight(t *testing.T) {
 	}
 	assert.Less(t, took, time.Second)
 	assert.Error(t, st.life.Err(), "CancelCalls was called")
-	s.(IReadAhead).ReadAhead(kindApp, 3) // closed: returns at once, no read
+	s.ReadAhead(kindApp, 3) // closed: returns at once, no read
 }

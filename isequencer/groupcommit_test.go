@@ -14,8 +14,7 @@ func groupCommit(p *Params) { p.GroupCommit = true }
 func TestGroupCommitWritesOnlyDurable(t *testing.T) {
 	st := newMockStorage()
 	s, _ := newTestSequencer(t, st, groupCommit)
-	g, ok := s.(IGroupCommit)
-	require.True(t, ok, "a GroupCommit sequencer implements IGroupCommit")
+	var g IGroupCommit = s
 
 	var offs []PLogOffset
 	for ws := WSID(1); ws <= 3; ws++ {
@@ -49,7 +48,7 @@ func TestGroupCommitRestartDropsTentative(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, st.writeEvent(off, []SeqValue{{Key: NumberKey{WSID: 1, SeqID: seqWLog}, Value: n1}}))
 	s.Flush()
-	s.(IGroupCommit).Durable(off + 1)
+	s.Durable(off + 1)
 
 	off2 := waitStart(t, s, kindUser, 1)
 	_, err = s.Next(seqWLog)
@@ -88,7 +87,7 @@ func TestGroupCommitOverflow(t *testing.T) {
 	_, ok := s.Start(kindUser, 3)
 	assert.False(t, ok, "busy: tentative values above the limit")
 
-	g := s.(IGroupCommit)
+	g := s
 	g.Durable(2)
 	waitFor(t, "offset 2 stored", func() bool { _, off := st.stored(); return off == 2 })
 	nums, _ := st.stored()
@@ -119,7 +118,7 @@ func TestGroupCommitBusyWithoutDurable(t *testing.T) {
 		require.Less(t, n, 10_000, "Start never reported busy")
 	}
 	assert.Equal(t, 512, n, "the mark ring's capacity")
-	s.(IGroupCommit).Durable(PLogOffset(n + 1))
+	s.Durable(PLogOffset(n + 1))
 	waitStart(t, s, kindUser, 1)
 	s.Flush()
 }

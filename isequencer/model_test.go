@@ -136,8 +136,8 @@ func runModel(t *testing.T, group, readAhead bool) {
 	}
 	s, cleanup := newTestSequencer(t, st, params)
 	var readAheads, readAheadsUsed, readAheadsStale atomic.Int64
-	countReadAheads := func(s ISequencer) {
-		ra := &s.(*sequencer).readAhead
+	countReadAheads := func(s *Sequencer) {
+		ra := &s.readAhead
 		readAheads.Add(ra.read.Load())
 		readAheadsUsed.Add(ra.used.Load())
 		readAheadsStale.Add(ra.stale.Load())
@@ -159,7 +159,7 @@ func runModel(t *testing.T, group, readAhead bool) {
 						return
 					default:
 					}
-					s := live.Load().(*sequencer)
+					s := live.Load().(*Sequencer)
 					s.ReadAhead([]WSKind{kindApp, kindUser}[rng.IntN(2)], WSID(1+rng.IntN(60)))
 					time.Sleep(time.Duration(rng.IntN(200)) * time.Microsecond)
 				}
@@ -222,7 +222,7 @@ func runModel(t *testing.T, group, readAhead bool) {
 			}
 		}
 		pending = pending[:0]
-		s.(IGroupCommit).Durable(lastDurableOffset + 1)
+		s.Durable(lastDurableOffset + 1)
 		groups++
 	}
 	for step := 0; step < *modelSteps; step++ {

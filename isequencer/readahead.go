@@ -123,7 +123,7 @@ func (ra *readAheadState) close() <-chan struct{} {
 }
 
 // ReadAhead implements IReadAhead.
-func (s *sequencer) ReadAhead(wsKind WSKind, wsID WSID) {
+func (s *Sequencer) ReadAhead(wsKind WSKind, wsID WSID) {
 	k := s.kinds[wsKind]
 	if k == nil || wsID == 0 {
 		return

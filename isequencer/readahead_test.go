@@ -49,7 +49,7 @@ func TestReadAheadSavesTheRead(t *testing.T) {
 	// then read (make test once failed this way).
 	st.block = make(chan struct{})
 	s, _ := newTestSequencer(t, st, nil)
-	ra := s.(IReadAhead)
+	ra := s
 	ra.ReadAhead(kindUser, 1)
 	assert.Zero(t, st.readCount(), "no read while the sequencer actualizes")
 	close(st.block)
@@ -63,7 +63,7 @@ func TestReadAheadSavesTheRead(t *testing.T) {
 	ra.ReadAhead(99, 2)
 	ra.ReadAhead(kindUser, 0)
 	assert.Equal(t, 2, st.readCount(), "an unknown kind or WSID 0 is not read")
-	assert.Equal(t, int64(1), s.(*sequencer).readAhead.used.Load())
+	assert.Equal(t, int64(1), s.readAhead.used.Load())
 }
 
 // TestReadAheadStaleAfterTheWorkspacesWrite is the interleaving the
@@ -86,7 +86,7 @@ func TestReadAheadStaleAfterTheWorkspacesWrite(t *testing.T) {
 	require.Equal(t, Number(1), takeOne(t, s, 1))
 	<-g.entered // the write of ws 1's value is in flight
 	require.Equal(t, Number(1), takeOne(t, s, 2), "ws 2 evicts ws 1")
-	s.(IReadAhead).ReadAhead(kindUser, 1) // reads 0
+	s.ReadAhead(kindUser, 1) // reads 0
 	close(g.gate)                         // the writes land
 	opened = true
 	waitFor(t, "the values stored", func() bool {
@@ -94,7 +94,7 @@ func TestReadAheadStaleAfterTheWorkspacesWrite(t *testing.T) {
 		return nums[NumberKey{WSID: 1, SeqID: seqWLog}] == 1 && nums[NumberKey{WSID: 2, SeqID: seqWLog}] == 1
 	})
 	assert.Equal(t, Number(2), takeOne(t, s, 1), "the stale read-ahead is not used")
-	assert.Equal(t, int64(1), s.(*sequencer).readAhead.stale.Load())
+	assert.Equal(t, int64(1), s.readAhead.stale.Load())
 }
 
 // TestReadAheadKeptAcrossOtherWorkspacesWrites: writes of other workspaces
@@ -103,7 +103,7 @@ func TestReadAheadKeptAcrossOtherWorkspacesWrites(t *testing.T) {
 	st := newMockStorage()
 	s, _ := newTestSequencer(t, st, nil)
 	takeOne(t, s, 1)
-	s.(IReadAhead).ReadAhead(kindUser, 7)
+	s.ReadAhead(kindUser, 7)
 	for ws := WSID(2); ws < 6; ws++ {
 		takeOne(t, s, ws)
 		waitFor(t, "the write", func() bool { _, next := st.stored(); return next == PLogOffset(ws+1) })
@@ -119,13 +119,13 @@ func TestReadAheadStaleAfterActualize(t *testing.T) {
 	st := newMockStorage()
 	s, _ := newTestSequencer(t, st, nil)
 	takeOne(t, s, 1)
-	s.(IReadAhead).ReadAhead(kindUser, 2)
+	s.ReadAhead(kindUser, 2)
 	waitStart(t, s, kindUser, 3)
 	s.Actualize()
 	reads := st.readCount()
 	assert.Equal(t, Number(1), takeOne(t, s, 2))
 	assert.Equal(t, reads+1, st.readCount(), "read again")
-	assert.Equal(t, int64(1), s.(*sequencer).readAhead.stale.Load())
+	assert.Equal(t, int64(1), s.readAhead.stale.Load())
 }
 
 // TestReadAheadConcurrent runs read-aheads from many goroutines against
@@ -147,7 +147,7 @@ func TestReadAheadConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				s.(IReadAhead).ReadAhead(kindUser, WSID(1+(i*7+g)%workspaces))
+				s.ReadAhead(kindUser, WSID(1+(i*7+g)%workspaces))
 			}
 		}()
 	}

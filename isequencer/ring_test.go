@@ -54,7 +54,7 @@ func TestRingsGrowUnderTheWorker(t *testing.T) {
 				p.MaxNumUnflushedValues = 20_000
 				p.GroupCommit = grouped
 			})
-			seq := s.(*sequencer)
+			seq := s
 			const workspaces, rounds = 3000, 3
 			want := map[NumberKey]Number{}
 			var off PLogOffset
@@ -66,12 +66,12 @@ func TestRingsGrowUnderTheWorker(t *testing.T) {
 					want[NumberKey{WSID: ws, SeqID: seqWLog}] = n
 					s.Flush()
 					if grouped && off%64 == 0 {
-						s.(IGroupCommit).Durable(off + 1)
+						s.Durable(off + 1)
 					}
 				}
 			}
 			if grouped {
-				s.(IGroupCommit).Durable(off + 1)
+				s.Durable(off + 1)
 			}
 			assert.Greater(t, seq.caller.values.size(), uint64(initialRingSize), "the backlog made the values ring grow")
 			if grouped {

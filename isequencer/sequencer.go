@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// New returns a sequencer over params.SeqStorage and starts its actualization:
+// New returns a Sequencer over params.SeqStorage and starts its actualization:
 // Start returns (0, false) until the stored state and the PLog tail are
 // read. cleanup stops the sequencer's background goroutine and waits for it;
 // it returns as soon as the storage call in flight (if any) returns: within
@@ -21,7 +21,7 @@ import (
 // must not be used after cleanup; cleanup may be called more than once.
 //
 // params is copied; New validates it and reports every problem at once.
-func New(params *Params) (ISequencer, func(), error) {
+func New(params *Params) (*Sequencer, func(), error) {
 	if params == nil {
 		return nil, nil, fmt.Errorf("%w: nil", ErrInvalidParams)
 	}
@@ -37,6 +37,12 @@ func New(params *Params) (ISequencer, func(), error) {
 	s.wake()
 	return s, s.cleanup, nil
 }
+
+var (
+	_ ISequencer   = (*Sequencer)(nil)
+	_ IReadAhead   = (*Sequencer)(nil)
+	_ IGroupCommit = (*Sequencer)(nil)
+)
 
 // kindInfo lists the sequences of one WSKind in ascending SeqID order.
 type kindInfo struct {
@@ -59,12 +65,15 @@ const (
 	stateClosed
 )
 
-// sequencer's fields are grouped by owner. The caller (the goroutine making
+// Sequencer implements ISequencer, IReadAhead and IGroupCommit (Durable
+// may be called only with Params.GroupCommit). New makes one.
+//
+// Its fields are grouped by owner. The caller (the goroutine making
 // ISequencer calls) owns caller, the worker goroutine (run) owns worker, and
 // both sides meet only in shared (atomics, each written by one side) and
 // mu. While stateActualizing is set the worker owns caller too; the atomic
 // store that clears it publishes caller back.
-type sequencer struct {
+type Sequencer struct {
 	// Set by newSequencer, read-only after.
 	p     Params
 	kinds map[WSKind]*kindInfo
@@ -180,8 +189,8 @@ type workerState struct {
 	writtenOffset PLogOffset // next offset last written to storage
 }
 
-func newSequencer(p Params) *sequencer {
-	s := &sequencer{
+func newSequencer(p Params) *Sequencer {
+	s := &Sequencer{
 		p:      p,
 		kinds:  make(map[WSKind]*kindInfo, len(p.SeqTypes)),
 		m:      p.Metrics,
@@ -230,7 +239,7 @@ const initialRingSize = 256
 // resetRings gives the caller new rings of initialRingSize slots (bounded
 // by the limits) and publishes them. Only while the caller is locked out:
 // in newSequencer, or by the worker while it actualizes.
-func (s *sequencer) resetRings() {
+func (s *Sequencer) resetRings() {
 	s.caller.values = newRing[SeqValue](int(min(initialRingSize, s.ringLimit)))
 	s.shared.values.Store(s.caller.values)
 	if s.grouped {
@@ -250,7 +259,7 @@ const cleanupGrace = 50 * time.Millisecond
 // ReadAhead's) get cleanupGrace to finish; then, if the storage is an
 // ISeqStorageCanceler, cleanup cancels them, and it waits for the worker
 // and every ReadAhead call.
-func (s *sequencer) cleanup() {
+func (s *Sequencer) cleanup() {
 	s.once.Do(func() {
 		s.shared.state.Or(stateClosed)
 		reads := s.readAhead.close()
@@ -275,7 +284,7 @@ func (s *sequencer) cleanup() {
 	})
 }
 
-func (s *sequencer) wake() {
+func (s *Sequencer) wake() {
 	select {
 	case s.signal <- struct{}{}:
 	default:
@@ -283,7 +292,7 @@ func (s *sequencer) wake() {
 }
 
 // Start implements ISequencer.
-func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
+func (s *Sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 	c := &s.caller
 	if c.inTx {
 		panic("isequencer: Start: a Sequencing Transaction is already in progress")
@@ -319,7 +328,7 @@ func (s *sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 }
 
 // Next implements ISequencer.
-func (s *sequencer) Next(seqID SeqID) (Number, error) {
+func (s *Sequencer) Next(seqID SeqID) (Number, error) {
 	c := &s.caller
 	if !c.inTx {
 		panic("isequencer: Next: no Sequencing Transaction in progress")
@@ -352,7 +361,7 @@ func (s *sequencer) Next(seqID SeqID) (Number, error) {
 // load returns the cache entry of the transaction's workspace, reading all
 // sequences of its kind with one ReadNumbers call on a miss. Values that
 // are accepted but not yet written override the stored ones.
-func (s *sequencer) load(k *kindInfo) ([]Number, error) {
+func (s *Sequencer) load(k *kindInfo) ([]Number, error) {
 	c := &s.caller
 	nums, kind, cached := c.cache.get(c.txWS)
 	if cached && kind == k.kind {
@@ -393,13 +402,13 @@ func (s *sequencer) load(k *kindInfo) ([]Number, error) {
 
 // unflushedValues is the number of accepted values not yet durable.
 // Caller-side.
-func (s *sequencer) unflushedValues() int64 {
+func (s *Sequencer) unflushedValues() int64 {
 	return int64(s.caller.tail-s.shared.ringHead.v.Load()) + s.shared.overflowN.Load()
 }
 
 // overlay sets dst[i] to the largest accepted-but-unwritten value of
 // (ws, k.ids[i]), or 0, reading the ring below upTo only. Caller-side.
-func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number, upTo uint64) {
+func (s *Sequencer) overlay(ws WSID, k *kindInfo, dst []Number, upTo uint64) {
 	clear(dst)
 	add := func(v SeqValue) {
 		if v.Key.WSID != ws {
@@ -433,7 +442,7 @@ func (s *sequencer) overlay(ws WSID, k *kindInfo, dst []Number, upTo uint64) {
 }
 
 // Flush implements ISequencer.
-func (s *sequencer) Flush() {
+func (s *Sequencer) Flush() {
 	c := &s.caller
 	if !c.inTx {
 		panic("isequencer: Flush: no Sequencing Transaction in progress")
@@ -495,7 +504,7 @@ type txMark struct {
 }
 
 // Durable implements IGroupCommit.
-func (s *sequencer) Durable(next PLogOffset) {
+func (s *Sequencer) Durable(next PLogOffset) {
 	for {
 		w := s.shared.watermark.v.Load()
 		if uint64(next) <= w {
@@ -516,7 +525,7 @@ func (s *sequencer) Durable(next PLogOffset) {
 // workspace (txNums), which holds the numbers it took: dropping the entry
 // makes the next cache miss rebuild it from storage and the overlay, which
 // covers every value accepted before and not yet durable.
-func (s *sequencer) Cancel() {
+func (s *Sequencer) Cancel() {
 	c := &s.caller
 	if !c.inTx {
 		panic("isequencer: Cancel: no Sequencing Transaction in progress")
@@ -532,7 +541,7 @@ func (s *sequencer) Cancel() {
 }
 
 // Actualize implements ISequencer.
-func (s *sequencer) Actualize() {
+func (s *Sequencer) Actualize() {
 	st := s.shared.state.Load()
 	if st&stateActualizing != 0 {
 		panic("isequencer: Actualize: actualization is already in progress")

@@ -35,7 +35,7 @@ func testSeqTypes() map[WSKind]map[SeqID]Number {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func newTestSequencer(t *testing.T, st ISeqStorage, tune func(p *Params)) (ISequencer, func()) {
+func newTestSequencer(t *testing.T, st ISeqStorage, tune func(p *Params)) (*Sequencer, func()) {
 	t.Helper()
 	p := &Params{SeqTypes: testSeqTypes(), SeqStorage: st, RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, Logger: quietLogger()}
 	if tune != nil {

@@ -12,7 +12,7 @@ import (
 // request and otherwise writes accepted values. It owns s.worker and, while
 // stateActualizing is set, s.caller. cleanup cancels ctx and waits for it to
 // close done.
-func (s *sequencer) run() {
+func (s *Sequencer) run() {
 	defer close(s.done)
 	for {
 		switch {
@@ -43,7 +43,7 @@ func (s *sequencer) run() {
 	}
 }
 
-func (s *sequencer) hasWork() bool {
+func (s *Sequencer) hasWork() bool {
 	if s.grouped {
 		// markTailPub before marks: see sharedState.
 		return s.shared.hasRecovered.Load() || (s.worker.mhead != s.shared.markTailPub.v.Load() &&
@@ -55,7 +55,7 @@ func (s *sequencer) hasWork() bool {
 
 // flush writes what was accepted (and the actualization result, if not yet
 // written) as one batch. It returns false if ctx is done.
-func (s *sequencer) flush() bool {
+func (s *Sequencer) flush() bool {
 	if d := s.p.BatcherDelay; d > 0 {
 		if !s.sleep(d) {
 			return false
@@ -83,7 +83,7 @@ func (s *sequencer) flush() bool {
 // flushGroup is flush for GroupCommit: it writes the values of the
 // transactions the watermark covers and claims their next offset, never the
 // offset of a transaction whose values it does not write.
-func (s *sequencer) flushGroup() bool {
+func (s *Sequencer) flushGroup() bool {
 	w := PLogOffset(s.shared.watermark.v.Load())
 	mt := s.shared.markTailPub.v.Load()
 	marks := s.shared.marks.Load() // after markTailPub: see sharedState
@@ -124,7 +124,7 @@ func (s *sequencer) flushGroup() bool {
 // then releases what it wrote: the ring up to to, the overflow values taken
 // and the actualization result. It returns false, releasing nothing, if ctx
 // is done or an actualization was requested.
-func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
+func (s *Sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
 	batch := s.collect(rec, to, over)
 	filter, known := s.readAhead.filterOf(batch)
 	ok := s.retry(opWriteValues, func() (bool, error) {
@@ -173,7 +173,7 @@ func (s *sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, 
 // collect returns rec, ring[head:tail] and over as one batch sorted by key
 // with unique keys, keeping the largest value of each. The result is in
 // s.worker.wbuf.
-func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqValue) []SeqValue {
+func (s *Sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqValue) []SeqValue {
 	b := s.worker.wbuf[:0]
 	for k, v := range rec {
 		b = append(b, SeqValue{Key: k, Value: v})
@@ -198,7 +198,7 @@ func (s *sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqVal
 
 // actualize rebuilds the sequencer's state from storage and the PLog tail.
 // It returns false if ctx is done.
-func (s *sequencer) actualize() bool {
+func (s *Sequencer) actualize() bool {
 	began := time.Now()
 	s.shared.actualizeReq.Store(false)
 	s.readAhead.actualizing()
@@ -294,7 +294,7 @@ func (s *sequencer) actualize() bool {
 // MaxRetryDelay. A failed call that made progress (f reports it: a partial
 // write) restarts the backoff. It returns false if ctx is done or (for
 // writes) an actualization was requested, which makes the write moot.
-func (s *sequencer) retry(op string, f func() (progress bool, err error)) bool {
+func (s *Sequencer) retry(op string, f func() (progress bool, err error)) bool {
 	var delay time.Duration
 	for attempt := 1; ; attempt++ {
 		progress, err := f()
@@ -335,7 +335,7 @@ func jitter(d time.Duration) time.Duration {
 
 // sleep waits d or until ctx is done (false), or until an actualization
 // is requested during the wait (true, early).
-func (s *sequencer) sleep(d time.Duration) bool {
+func (s *Sequencer) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
