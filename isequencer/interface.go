@@ -234,9 +234,11 @@ type Params struct {
 	// next PLog offset are accepted (the next Start gets the following
 	// offset at once) but written to SeqStorage only after Durable has
 	// reported its event durable. A caller that writes several transactions'
-	// events as one group uses it; the sequencer returned by New then
-	// implements IGroupCommit. Unflushed values include tentative ones, so
-	// MaxNumUnflushedValues bounds the group size too.
+	// events as one group uses it, and reports them with the Sequencer's
+	// Durable (IGroupCommit). Without it Flush reports its own event
+	// durable: both go through the same marks and write path. Unflushed
+	// values include tentative ones, so MaxNumUnflushedValues bounds the
+	// group size too.
 	GroupCommit bool
 
 	// Metrics, if set, receives counters and observations. Its methods are
@@ -245,7 +247,9 @@ type Params struct {
 	Metrics Metrics
 }
 
-// IGroupCommit is implemented by a sequencer made with Params.GroupCommit.
+// IGroupCommit reports durable events to a sequencer made with
+// Params.GroupCommit; *Sequencer implements it (its Durable is not to be
+// called without GroupCommit, where Flush reports each event itself).
 type IGroupCommit interface {
 	// Durable reports that the events of every flushed transaction at
 	// offsets below next are durably written. Until a transaction is

@@ -78,11 +78,11 @@ type Sequencer struct {
 	p     Params
 	kinds map[WSKind]*kindInfo
 	m     Metrics
-	// ringLimit and marksLimit bound the rings' growth (slots); grouped
-	// is Params.GroupCommit (the marks ring exists).
+	// ringLimit and marksLimit bound the rings' growth (slots); tentative
+	// is Params.GroupCommit (Flush does not report its event durable).
 	ringLimit  uint64
 	marksLimit uint64
-	grouped    bool
+	tentative  bool
 	signal     chan struct{} // wakes a parked worker
 
 	// Lifetime: see cleanup. cancelStorage is nil if SeqStorage is not an
@@ -103,7 +103,7 @@ type Sequencer struct {
 		overflow      []SeqValue
 		overflowTaken []SeqValue // being written by the worker
 		// overflowMinNext and overflowMaxNext bound the next offsets of
-		// the transactions in overflow (GroupCommit).
+		// the transactions in overflow.
 		overflowMinNext, overflowMaxNext PLogOffset
 		// recovered is the actualization result until it is written.
 		// Nobody writes to the map after it is published here.
@@ -132,19 +132,22 @@ type callerState struct {
 // sharedState is where the caller and the worker meet.
 //
 // Values accepted by Flush travel to the worker through a single-producer
-// single-consumer ring: Flush writes ring[tail...] and publishes ringTail,
-// then pubOffset (the next PLog offset); the worker reads pubOffset first,
-// then ringTail, so the offset it writes never claims values it does not
-// write. ringHead advances only once values are durable, so
+// single-consumer ring: Flush writes ring[tail...] and publishes ringTail
+// (read by the worker only for the Unflushed metric). ringHead advances
+// only once values are written, so
 // ring[ringHead:tail] is exactly what a cache miss must overlay on the
 // stored numbers; the miss reads only the part below the position the
 // cache kept for its workspace (wsCache: ring positions), so that its cost
 // does not grow with a backlog of other workspaces' values.
 //
-// GroupCommit: Flush also appends a mark (the transaction's next offset,
-// and the ring tail after its values) to a single-producer ring, marks,
-// published by markTailPub. The worker writes ring values and claims
-// offsets only up to the last mark the watermark covers.
+// Flush also appends a mark (the transaction's next offset, and the ring
+// tail after its values) to a single-producer ring, marks, published by
+// markTailPub after the values. The worker reads markTailPub, then the
+// marks, and writes ring values and claims offsets only up to the last
+// mark the watermark covers: the offset it writes never claims values it
+// does not write, nor an event not durable. There is one write path: with
+// GroupCommit the watermark is Durable's, without it Flush moves it past
+// its own mark (the caller wrote the event before Flush).
 //
 // Both rings start small (initialRingSize) and grow on demand up to the
 // bound MaxNumUnflushedValues sets (see ring): an idle partition holds
@@ -156,10 +159,9 @@ type callerState struct {
 // reads of unrelated fields.
 type sharedState struct {
 	ringTail    padded[atomic.Uint64]          // written by the caller
-	pubOffset   padded[atomic.Uint64]          // written by the caller
-	markTailPub padded[atomic.Uint64]          // written by the caller (GroupCommit)
+	markTailPub padded[atomic.Uint64]          // written by the caller
 	values      atomic.Pointer[ring[SeqValue]] // written by the caller
-	marks       atomic.Pointer[ring[txMark]]   // written by the caller (GroupCommit)
+	marks       atomic.Pointer[ring[txMark]]   // written by the caller
 
 	// state holds stateActualizing and stateClosed.
 	state atomic.Uint32
@@ -171,9 +173,9 @@ type sharedState struct {
 	actualizeReq atomic.Bool
 
 	ringHead padded[atomic.Uint64] // written by the worker
-	markHead padded[atomic.Uint64] // written by the worker (GroupCommit)
+	markHead padded[atomic.Uint64] // written by the worker
 	// watermark is the next offset below which every event is durable,
-	// as reported by Durable (GroupCommit).
+	// as reported by Durable (with GroupCommit) or Flush.
 	watermark padded[atomic.Uint64]
 	parked    padded[atomic.Bool] // written by the worker
 }
@@ -185,7 +187,7 @@ type workerState struct {
 	lastSeen      PLogOffset
 	head          uint64     // the worker's copy of shared.ringHead
 	mhead         uint64     // the worker's copy of shared.markHead
-	claim         PLogOffset // GroupCommit: the next offset of the last mark written
+	claim         PLogOffset // the next offset of the last mark written
 	writtenOffset PLogOffset // next offset last written to storage
 }
 
@@ -221,10 +223,8 @@ func newSequencer(p Params) *Sequencer {
 	// up to 256 (larger ones overflow to mu.overflow).
 	limit := pow2AtLeast(p.MaxNumUnflushedValues + 256)
 	s.ringLimit = uint64(limit)
-	s.grouped = p.GroupCommit
-	if s.grouped {
-		s.marksLimit = uint64(limit)
-	}
+	s.marksLimit = uint64(limit)
+	s.tentative = p.GroupCommit
 	s.resetRings()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if c, ok := p.SeqStorage.(ISeqStorageCanceler); ok {
@@ -242,10 +242,8 @@ const initialRingSize = 256
 func (s *Sequencer) resetRings() {
 	s.caller.values = newRing[SeqValue](int(min(initialRingSize, s.ringLimit)))
 	s.shared.values.Store(s.caller.values)
-	if s.grouped {
-		s.caller.marks = newRing[txMark](int(min(initialRingSize, s.marksLimit)))
-		s.shared.marks.Store(s.caller.marks)
-	}
+	s.caller.marks = newRing[txMark](int(min(initialRingSize, s.marksLimit)))
+	s.shared.marks.Store(s.caller.marks)
 }
 
 // cleanupGrace is how long cleanup lets a storage call in flight finish on
@@ -307,7 +305,7 @@ func (s *Sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 		return 0, false
 	}
 	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) ||
-		(s.grouped && c.markTail-s.shared.markHead.v.Load() >= s.marksLimit) {
+		c.markTail-s.shared.markHead.v.Load() >= s.marksLimit {
 		s.m.Busy(BusyUnflushed)
 		return 0, false
 	}
@@ -476,27 +474,25 @@ func (s *Sequencer) Flush() {
 			s.shared.overflowN.Add(int64(n))
 		}
 	}
-	s.shared.pubOffset.v.Store(uint64(c.nextOffset))
 	c.txTaken = c.txTaken[:0]
-	if s.grouped {
-		// Start admitted the transaction with a free mark below
-		// marksLimit: grow into it if the ring is full.
-		if mh := s.shared.markHead.v.Load(); c.markTail-mh >= c.marks.size() {
-			c.marks = c.marks.grow(c.markTail-mh+1, s.marksLimit, mh, c.markTail)
-			s.shared.marks.Store(c.marks)
-		}
-		// Nothing to write until Durable covers the mark: no wake.
-		*c.marks.at(c.markTail) = txMark{next: c.nextOffset, tail: c.tail}
-		c.markTail++
-		s.shared.markTailPub.v.Store(c.markTail)
-		return
+	// Start admitted the transaction with a free mark below marksLimit:
+	// grow into it if the ring is full.
+	if mh := s.shared.markHead.v.Load(); c.markTail-mh >= c.marks.size() {
+		c.marks = c.marks.grow(c.markTail-mh+1, s.marksLimit, mh, c.markTail)
+		s.shared.marks.Store(c.marks)
 	}
-	if s.shared.parked.v.Load() {
-		s.wake()
+	*c.marks.at(c.markTail) = txMark{next: c.nextOffset, tail: c.tail}
+	c.markTail++
+	s.shared.markTailPub.v.Store(c.markTail)
+	if !s.tentative {
+		// The caller wrote the event before Flush: the mark is durable
+		// (after it is published: see sharedState).
+		s.Durable(c.nextOffset)
 	}
+	// GroupCommit: nothing to write until Durable covers the mark; no wake.
 }
 
-// txMark is one tentatively flushed transaction (GroupCommit): its next
+// txMark is one flushed transaction: its next
 // offset and the ring tail after its values.
 type txMark struct {
 	next PLogOffset

@@ -43,17 +43,15 @@ func (s *Sequencer) run() {
 	}
 }
 
+// hasWork reports whether there is something to write: the actualization
+// result, or a mark the watermark covers.
 func (s *Sequencer) hasWork() bool {
-	if s.grouped {
-		// markTailPub before marks: see sharedState.
-		return s.shared.hasRecovered.Load() || (s.worker.mhead != s.shared.markTailPub.v.Load() &&
-			uint64(s.shared.marks.Load().at(s.worker.mhead).next) <= s.shared.watermark.v.Load())
-	}
-	return PLogOffset(s.shared.pubOffset.v.Load()) > s.worker.writtenOffset || s.shared.ringTail.v.Load() != s.worker.head ||
-		s.shared.overflowN.Load() > 0 || s.shared.hasRecovered.Load()
+	// markTailPub before marks: see sharedState.
+	return s.shared.hasRecovered.Load() || (s.worker.mhead != s.shared.markTailPub.v.Load() &&
+		uint64(s.shared.marks.Load().at(s.worker.mhead).next) <= s.shared.watermark.v.Load())
 }
 
-// flush writes what was accepted (and the actualization result, if not yet
+// flush writes what is durable (and the actualization result, if not yet
 // written) as one batch. It returns false if ctx is done.
 func (s *Sequencer) flush() bool {
 	if d := s.p.BatcherDelay; d > 0 {
@@ -64,26 +62,9 @@ func (s *Sequencer) flush() bool {
 	if s.shared.actualizeReq.Load() {
 		return true
 	}
-	if s.grouped {
-		return s.flushGroup()
-	}
-	offset := PLogOffset(s.shared.pubOffset.v.Load()) // before ringTail: see sharedState
-	tail := s.shared.ringTail.v.Load()
-	s.mu.Lock()
-	over := s.mu.overflow
-	s.mu.overflow = nil
-	s.mu.overflowTaken = over
-	rec := s.mu.recovered
-	s.mu.Unlock()
-
-	s.write(rec, tail, over, offset)
-	return s.ctx.Err() == nil
-}
-
-// flushGroup is flush for GroupCommit: it writes the values of the
-// transactions the watermark covers and claims their next offset, never the
-// offset of a transaction whose values it does not write.
-func (s *Sequencer) flushGroup() bool {
+	// Write the values of the transactions the watermark covers and claim
+	// their next offset, never the offset of a transaction whose values
+	// are not written.
 	w := PLogOffset(s.shared.watermark.v.Load())
 	mt := s.shared.markTailPub.v.Load()
 	marks := s.shared.marks.Load() // after markTailPub: see sharedState
@@ -206,7 +187,6 @@ func (s *Sequencer) actualize() bool {
 	s.caller.tail, s.worker.head = 0, 0
 	s.shared.ringTail.v.Store(0)
 	s.shared.ringHead.v.Store(0)
-	s.shared.pubOffset.v.Store(0)
 	s.caller.markTail, s.worker.mhead = 0, 0
 	s.shared.markTailPub.v.Store(0)
 	s.shared.markHead.v.Store(0)
@@ -275,7 +255,6 @@ func (s *Sequencer) actualize() bool {
 	s.mu.Unlock()
 	s.shared.hasRecovered.Store(len(rec) > 0)
 	s.worker.writtenOffset = max(stored, 1)
-	s.shared.pubOffset.v.Store(uint64(next))
 	// Every event below next was read from the PLog: it is durable.
 	s.worker.claim = next
 	s.shared.watermark.v.Store(uint64(next))
