@@ -1,6 +1,7 @@
 package isequencer
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -20,18 +21,19 @@ import (
 // its positions):
 //
 //   - the worker counts completed writes (writeGen) and, for the last
-//     filterWindow of them, keeps a filter of the workspaces each wrote
-//     (recorded before the count and the ring head are published);
+//     filterWindow of them, keeps the sorted list of the workspaces each
+//     wrote (recorded before the count and the ring head are published);
 //   - ReadAhead notes writeGen and actGen before it reads;
 //   - Next takes the overlay (loading the ring head), then loads writeGen
-//     and checks the filters of the writes since: a write that released
-//     values the overlay no longer holds is one of them.
+//     and looks the workspace up in the lists of the writes since: a write
+//     that released values the overlay no longer holds is one of them.
 //
-// A filter may report a workspace it does not hold (then Next reads
-// again), never the reverse; a write recorded while read-ahead was off has
-// no filter and invalidates every read-ahead that spans it.
+// The lists are exact: a read-ahead is read again only if a write since
+// held its workspace, however many workspaces a write holds. A write
+// recorded while read-ahead was off has no list and invalidates every
+// read-ahead that spans it.
 
-// filterWindow is the number of completed writes whose filters are kept: a
+// filterWindow is the number of completed writes whose lists are kept: a
 // read-ahead older than that is read again.
 const filterWindow = 32
 
@@ -39,30 +41,20 @@ const filterWindow = 32
 // transaction; ReadAhead drops its result beyond it.
 const maxReadAheads = 4096
 
-// wsFilter is a Bloom filter of 1,024 bits over WSIDs, two probes.
-type wsFilter [16]uint64
-
-func wsProbes(ws WSID) (uint64, uint64) {
-	h := uint64(ws) * 0x9e3779b97f4a7c15
-	return (h >> 54) & 1023, (h >> 44) & 1023
-}
-
-func (f *wsFilter) add(ws WSID) {
-	a, b := wsProbes(ws)
-	f[a>>6] |= 1 << (a & 63)
-	f[b>>6] |= 1 << (b & 63)
-}
-
-func (f *wsFilter) mayHold(ws WSID) bool {
-	a, b := wsProbes(ws)
-	return f[a>>6]&(1<<(a&63)) != 0 && f[b>>6]&(1<<(b&63)) != 0
-}
-
-// writeRecord is the filter of one completed write.
+// writeRecord lists the workspaces of one completed write.
 type writeRecord struct {
-	gen    uint64 // the writeGen the write completed as
-	known  bool   // the filter holds every workspace of the write
-	filter wsFilter
+	gen   uint64 // the writeGen the write completed as
+	known bool   // ws lists every workspace of the write
+	ws    []WSID // ascending, distinct
+}
+
+// holds reports whether the write may have held ws.
+func (r *writeRecord) holds(ws WSID) bool {
+	if !r.known {
+		return true
+	}
+	_, found := slices.BinarySearch(r.ws, ws)
+	return found
 }
 
 // readAheadEntry is a read-ahead result waiting for its transaction.
@@ -76,7 +68,7 @@ type readAheadEntry struct {
 // readAheadState is shared by ReadAhead (any goroutine), the caller (Next)
 // and the worker.
 type readAheadState struct {
-	on atomic.Bool // set by the first ReadAhead: the worker keeps filters
+	on atomic.Bool // set by the first ReadAhead: the worker keeps lists
 	// read, used and stale count the reads ReadAhead made, those Next
 	// used, and those it found stale (and read again).
 	read, used, stale atomic.Int64
@@ -183,7 +175,7 @@ func (ra *readAheadState) take(ws WSID, kind WSKind) ([]Number, bool) {
 		return nil, false
 	}
 	for g := e.writeGen + 1; g <= ra.writeGen.Load(); g++ {
-		if r := &ra.written[g%filterWindow]; r.gen != g || !r.known || r.filter.mayHold(ws) {
+		if r := &ra.written[g%filterWindow]; r.gen != g || r.holds(ws) {
 			ra.stale.Add(1)
 			return nil, false
 		}
@@ -209,33 +201,35 @@ func (ra *readAheadState) pruneLocked() {
 	}
 }
 
-// filterOf returns the filter of the workspaces of batch, and whether
-// read-ahead is on (else the filter is empty and the write is recorded
-// as unknown). Worker side, before the write.
-func (ra *readAheadState) filterOf(batch []SeqValue) (f wsFilter, known bool) {
+// workspacesOf appends the workspaces of batch (sorted by key) to dst[:0],
+// ascending and distinct, and reports whether read-ahead is on (else it
+// appends nothing and the write is recorded as unknown). Worker side,
+// before the write.
+func (ra *readAheadState) workspacesOf(batch []SeqValue, dst []WSID) ([]WSID, bool) {
+	dst = dst[:0]
 	if !ra.on.Load() {
-		return f, false
+		return dst, false
 	}
-	var last WSID
 	for i, v := range batch { // sorted by key: a workspace's values are adjacent
-		if i == 0 || v.Key.WSID != last {
-			f.add(v.Key.WSID)
-			last = v.Key.WSID
+		if i == 0 || v.Key.WSID != dst[len(dst)-1] {
+			dst = append(dst, v.Key.WSID)
 		}
 	}
-	return f, true
+	return dst, true
 }
 
-// completed records a write that completed, with its filter. Worker side,
-// before the ring head that releases the write's values is published.
-func (ra *readAheadState) completed(f *wsFilter, known bool) {
+// completed records a write that completed, with its workspaces (copied).
+// Worker side, before the ring head that releases the write's values is
+// published.
+func (ra *readAheadState) completed(ws []WSID, known bool) {
 	gen := ra.writeGen.Load() + 1
 	if ra.on.Load() {
 		ra.mu.Lock()
 		if ra.written == nil {
 			ra.written = make([]writeRecord, filterWindow)
 		}
-		ra.written[gen%filterWindow] = writeRecord{gen: gen, known: known, filter: *f}
+		r := &ra.written[gen%filterWindow]
+		r.gen, r.known, r.ws = gen, known, append(r.ws[:0], ws...)
 		ra.mu.Unlock()
 	}
 	ra.writeGen.Store(gen)

@@ -87,7 +87,7 @@ func TestReadAheadStaleAfterTheWorkspacesWrite(t *testing.T) {
 	<-g.entered // the write of ws 1's value is in flight
 	require.Equal(t, Number(1), takeOne(t, s, 2), "ws 2 evicts ws 1")
 	s.ReadAhead(kindUser, 1) // reads 0
-	close(g.gate)                         // the writes land
+	close(g.gate)            // the writes land
 	opened = true
 	waitFor(t, "the values stored", func() bool {
 		nums, _ := st.stored()
@@ -111,6 +111,31 @@ func TestReadAheadKeptAcrossOtherWorkspacesWrites(t *testing.T) {
 	reads := st.readCount()
 	assert.Equal(t, Number(1), takeOne(t, s, 7))
 	assert.Equal(t, reads, st.readCount(), "the read-ahead was used")
+}
+
+// TestReadAheadKeptAcrossALargeWrite: a write of 2,000 other workspaces
+// does not make a read-ahead stale: validity does not degrade with the
+// size of a write.
+func TestReadAheadKeptAcrossALargeWrite(t *testing.T) {
+	st := newMockStorage()
+	s, _ := newTestSequencer(t, st, func(p *Params) { p.GroupCommit = true })
+	s.ReadAhead(kindUser, 1) // read-ahead on before the write
+	const others = 2000
+	for ws := WSID(100); ws < 100+others; ws++ {
+		waitStart(t, s, kindUser, ws)
+		_, err := s.Next(seqWLog)
+		require.NoError(t, err)
+		s.Flush()
+	}
+	writes := s.readAhead.writeGen.Load()
+	s.ReadAhead(kindUser, 7)
+	s.Durable(PLogOffset(others + 1))
+	waitFor(t, "the write", func() bool { _, next := st.stored(); return next == PLogOffset(others+1) })
+	require.Equal(t, writes+1, s.readAhead.writeGen.Load(), "one write")
+	reads := st.readCount()
+	assert.Equal(t, Number(1), takeOne(t, s, 7))
+	assert.Equal(t, reads, st.readCount(), "the read-ahead was used")
+	assert.Zero(t, s.readAhead.stale.Load())
 }
 
 // TestReadAheadStaleAfterActualize: an actualization begun after the read

@@ -183,6 +183,7 @@ type sharedState struct {
 // workerState is used only by the worker goroutine (run).
 type workerState struct {
 	wbuf          []SeqValue
+	wsBuf         []WSID // the workspaces of the write in flight (readahead.go)
 	replay        map[NumberKey]Number
 	lastSeen      PLogOffset
 	head          uint64     // the worker's copy of shared.ringHead

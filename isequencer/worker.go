@@ -107,7 +107,8 @@ func (s *Sequencer) flush() bool {
 // is done or an actualization was requested.
 func (s *Sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
 	batch := s.collect(rec, to, over)
-	filter, known := s.readAhead.filterOf(batch)
+	var known bool
+	s.worker.wsBuf, known = s.readAhead.workspacesOf(batch, s.worker.wsBuf)
 	ok := s.retry(opWriteValues, func() (bool, error) {
 		began := time.Now()
 		err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset)
@@ -137,7 +138,7 @@ func (s *Sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, 
 	}
 	s.worker.writtenOffset = max(s.worker.writtenOffset, offset)
 	s.worker.head = to
-	s.readAhead.completed(&filter, known) // before the head: see readahead.go
+	s.readAhead.completed(s.worker.wsBuf, known) // before the head: see readahead.go
 	s.shared.ringHead.v.Store(to)
 	s.mu.Lock()
 	s.mu.overflowTaken = nil
