@@ -19,25 +19,32 @@ type groupLog interface {
 type fencedLog struct{ w *plog.FencedWriter }
 
 func (l fencedLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
-	err := l.w.WriteGroup(ctx, events)
-	stored := len(events)
-	if err != nil {
-		stored = 0
-		if ge := (*plog.GroupError)(nil); errors.As(err, &ge) {
-			stored, err = ge.Stored, ge.Err
-		}
-	}
-	for i := range errs {
-		errs[i] = nil
-		if i >= stored {
-			errs[i] = err
-		}
-	}
+	writeGroup(ctx, l.w, events, errs)
 }
 
 // trustLog is the groupLog of the trust modes.
 type trustLog struct{ w *plog.Writer }
 
 func (l trustLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
-	l.w.WriteGroup(ctx, events, errs)
+	writeGroup(ctx, l.w, events, errs)
+}
+
+// writeGroup writes events with w and sets errs from its outcome (see
+// plog.GroupWriter), as groupLog says. An event plog did not write after
+// a refused one (plog.ErrNotWritten) carries the refusal; after one of
+// unknown outcome, it reads as unknown, as every event after a gap does
+// to the committer.
+func writeGroup(ctx context.Context, w plog.GroupWriter, events []*plog.Event, errs []error) {
+	clear(errs)
+	err := w.WriteGroup(ctx, events)
+	if err == nil {
+		return
+	}
+	if ge := (*plog.GroupError)(nil); errors.As(err, &ge) && len(ge.Errs) == len(errs) {
+		copy(errs, ge.Errs)
+		return
+	}
+	for i := range errs {
+		errs[i] = err
+	}
 }

@@ -29,6 +29,11 @@ var (
 	// there now) and goes on after them.
 	ErrOwnEventStored = errors.New("plog: an earlier write of this writer, whose outcome was unknown, is stored")
 
+	// ErrNotWritten: a GroupWriter did not send an event of a group,
+	// because an event before it failed first (see GroupWriter). The
+	// event is not stored by that call.
+	ErrNotWritten = errors.New("plog: not written")
+
 	// ErrInvalidOptions wraps every problem NewWriter or NewReader finds in
 	// its options.
 	ErrInvalidOptions = errors.New("plog: invalid options")

@@ -13,32 +13,25 @@ import (
 	"github.com/cqlseq/cqlseq/storage"
 )
 
-// Defaults of FencedWriterOptions.
-const (
-	DefaultMaxGroupEvents = 128
-	// DefaultMaxGroupBytes keeps a conditional batch well below
-	// Cassandra's default batch_size_fail_threshold of 50 KiB.
-	DefaultMaxGroupBytes = 32 << 10
-)
-
 // FencedWriterOptions configure a FencedWriter.
 type FencedWriterOptions struct {
-	// Storage holds the PLog and the records. Required. Its
-	// storage.MultiApplier, if any (found once, by NewFencedWriter, under any
-	// wrapper), writes a group's events and records in one call.
+	// Storage holds the PLog and the records. Required.
 	Storage storage.Storage
+	// Capabilities are Storage's (storage.Probe), found once by the caller
+	// that builds every user of Storage. A MultiApplier among them writes
+	// each chunk's conditional batch and its records with one call. nil:
+	// NewFencedWriter probes Storage itself.
+	Capabilities *storage.Capabilities
 	// Partition is the PLog partition written.
 	Partition isequencer.PartitionID
 	// Epoch is the owner's epoch (vvmadapter.Adapter.NextEpoch), > 0.
 	// The owner runs Sweep with it before the first WriteGroup.
 	Epoch uint64
-	// MaxGroupEvents caps the events of one conditional batch. Default
-	// DefaultMaxGroupEvents.
-	MaxGroupEvents int
-	// MaxGroupBytes caps the encoded events of one conditional batch; an
-	// event larger than the cap is written alone. Default
-	// DefaultMaxGroupBytes.
-	MaxGroupBytes int
+	// MaxGroupEvents and MaxGroupBytes cap a chunk of a group, written
+	// with one conditional batch (see GroupWriter): its events, and their
+	// encoded bytes (an event larger than the cap is a chunk alone).
+	// Defaults DefaultMaxGroupEvents and DefaultMaxGroupBytes.
+	MaxGroupEvents, MaxGroupBytes int
 	// Versions are the owner's write versions (storage.Versions of Epoch):
 	// the records, put after their events, carry them (see
 	// WriterOptions.Versions). nil: unversioned.
@@ -58,18 +51,12 @@ func (o *FencedWriterOptions) EnsureDefaults() {
 // Validate reports every problem of o at once. Call it after
 // EnsureDefaults.
 func (o *FencedWriterOptions) Validate() error {
-	var errs []error
+	errs := validateCaps(o.MaxGroupEvents, o.MaxGroupBytes)
 	if o.Storage == nil {
 		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
 	}
 	if o.Epoch == 0 {
 		errs = append(errs, fmt.Errorf("%w: Epoch 0, must be > 0", ErrInvalidOptions))
-	}
-	if o.MaxGroupEvents < 1 {
-		errs = append(errs, fmt.Errorf("%w: MaxGroupEvents %d, must be >= 1", ErrInvalidOptions, o.MaxGroupEvents))
-	}
-	if o.MaxGroupBytes < 1 {
-		errs = append(errs, fmt.Errorf("%w: MaxGroupBytes %d, must be >= 1", ErrInvalidOptions, o.MaxGroupBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -79,7 +66,7 @@ func (o *FencedWriterOptions) Validate() error {
 // use; writes are serialised.
 type FencedWriter struct {
 	o  FencedWriterOptions
-	ma storage.MultiApplier // o.Storage's, found once by NewFencedWriter; nil if none
+	ma storage.MultiApplier // o.Capabilities'; nil if none
 	mu struct {
 		sync.Mutex
 		// fencedBlock is the block (offset >> 12) whose fence this writer
@@ -122,7 +109,7 @@ func NewFencedWriter(o FencedWriterOptions) (*FencedWriter, error) {
 		return nil, err
 	}
 	w := &FencedWriter{o: o}
-	w.ma, _ = storage.AsMultiApplier(o.Storage)
+	w.ma = capabilities(o.Capabilities, o.Storage).MultiApplier
 	return w, nil
 }
 
@@ -140,94 +127,74 @@ func (w *FencedWriter) Stopped() error {
 	return w.mu.stopped
 }
 
-// WriteGroup stores events, which must have consecutive offsets in
-// ascending order (e.Partition is ignored), and then the records they
-// create. It splits them at block boundaries and at the MaxGroupEvents and
-// MaxGroupBytes caps, and writes each chunk with one conditional batch on
-// its block: the fence must hold the writer's epoch (or, in a block whose
-// fence the writer has not seen yet, be absent, and is then written with
-// the epoch), and every event row must be absent. Once a chunk's batch is
-// applied, its records are written with one unconditional PutBatch; on a
-// storage.MultiApplier (storage/boltdb, storage/mem), in the same
-// transaction as the batch, with one ApplyBatchesIf.
+// WriteGroup implements GroupWriter. It writes each chunk of events with
+// one conditional batch on its block, in order: the fence must hold the
+// writer's epoch (or, in a block whose fence the writer has not seen yet,
+// be absent, and is then written with the epoch), and every event row
+// must be absent. Once a chunk's batch is applied, its records are
+// written with one unconditional PutBatch; on a storage.MultiApplier
+// (storage/boltdb, storage/mem), in the same transaction as the batch,
+// with one ApplyBatchesIf. The first chunk that fails gives its error to
+// each of its events; the later chunks are not written (ErrNotWritten).
 //
-// Errors:
-//   - invalid events (offset 0, offsets not consecutive, a nil event, WSID
-//     0, number 0, record ID 0) wrap storage.ErrInvalidArgument; nothing is
-//     written.
-//   - ErrFenced: a chunk's block is fenced with another epoch. That chunk
-//     and later ones are not written; earlier chunks are. The writer is
-//     stopped: this and every later call return that error.
-//   - ErrOwnEventStored: the chunk's batch was refused, its block is fenced
-//     with the writer's epoch, and every event stored at the chunk's
-//     offsets is byte for byte one the writer sent at that offset in a
-//     batch whose outcome was unknown (the writer keeps every such
+// A chunk's errors:
+//   - ErrFenced: the chunk's block is fenced with another epoch; nothing
+//     of it is written. The writer is stopped: this and every later call
+//     fail every event with that error.
+//   - ErrOwnEventStored: the chunk's batch was refused, its block is
+//     fenced with the writer's epoch, and every event stored at the
+//     chunk's offsets is byte for byte one the writer sent at that offset
+//     in a batch whose outcome was unknown (the writer keeps every such
 //     encoding, within bounds, until a batch at or past the offset is
 //     applied). Nothing is written; the writer is not stopped: the caller
 //     re-reads the PLog and goes on after those events.
-//   - ErrConflict: an event is already stored at one of a chunk's offsets
-//     (in a block fenced with the writer's epoch, or in one with no fence)
-//     and not every event there is one of the writer's in-doubt ones (an
-//     encoding past the bounds counts as another's: the writer stops
+//   - ErrConflict: an event is already stored at one of the chunk's
+//     offsets (in a block fenced with the writer's epoch, or in one with no
+//     fence) and not every event there is one of the writer's in-doubt ones
+//     (an encoding past the bounds counts as another's: the writer stops
 //     rather than take a foreign event for its own). Nothing is
 //     overwritten; the writer is stopped as for ErrFenced.
-//   - ErrCorrupt: a fence value that is not 8 bytes; the writer is
-//     stopped.
+//   - ErrCorrupt: a fence value that is not 8 bytes; nothing of the chunk
+//     is written; the writer is stopped.
 //   - any other error (storage errors, wrapped; storage.ErrUnknownOutcome
-//     among them) leaves the outcome of the chunk that failed unknown:
-//     its events may or may not be stored (re-read the PLog before
-//     deciding), earlier chunks are stored. An error while writing the
-//     records of an applied chunk says so; its events are stored, its
-//     records may be partly stored. These errors do not stop the writer.
-//
-// When a chunk fails after earlier chunks of the group were applied and
-// their records written, the error is a *GroupError whose Stored counts
-// those events (a prefix of events): they are durable whatever the cause
-// of the failure, and the caller must treat them as written. Any other
-// error means that no event of the group is known to be stored.
-//
-// It returns nil only when every chunk was applied and every record
-// written.
+//     among them) leaves the chunk's outcome unknown: its events may or
+//     may not be stored (re-read the PLog before deciding). An error while
+//     writing the records of an applied chunk says so; its events are
+//     stored, its records may be partly stored. These errors do not stop
+//     the writer.
 func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mu.stopped != nil {
-		return w.mu.stopped
-	}
 	if len(events) == 0 {
 		return nil
 	}
-	if err := w.encodeLocked(events); err != nil {
-		return err
-	}
-	for i := 0; i < len(events); {
-		n := w.chunkLen(events, i)
-		if err := w.writeChunkLocked(ctx, events[i:i+n], i); err != nil {
-			if i > 0 {
-				return &GroupError{Stored: i, Err: err}
-			}
-			return err
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	errs := make([]error, len(events))
+	fill := func(err error) error {
+		for i := range errs {
+			errs[i] = err
 		}
-		i += n
+		return groupResult(events, errs)
 	}
-	return nil
+	if w.mu.stopped != nil {
+		return fill(w.mu.stopped)
+	}
+	if err := w.encodeLocked(events); err != nil {
+		return fill(err)
+	}
+	c := chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes}
+	for from, to := range c.chunks(events, func(i int) int { return len(w.enc(i)) }) {
+		if err := w.writeChunkLocked(ctx, events[from:to], from); err != nil {
+			for i := from; i < to; i++ {
+				errs[i] = err
+			}
+			for i := to; i < len(events); i++ {
+				errs[i] = notWritten(uint64(w.o.Partition), uint64(events[i].Offset), uint64(events[from].Offset), err)
+			}
+			break
+		}
+	}
+	return groupResult(events, errs)
 }
-
-// GroupError is WriteGroup's error when a group failed part way: its first
-// Stored events, in the chunks applied before the failure, are durable
-// with their records; Err says why the others were not written (ErrFenced,
-// ErrConflict, ErrCorrupt) or may not have been (any other error).
-type GroupError struct {
-	Stored int
-	Err    error
-}
-
-func (e *GroupError) Error() string {
-	return fmt.Sprintf("%v (the group's first %d events are stored)", e.Err, e.Stored)
-}
-
-// Unwrap returns Err.
-func (e *GroupError) Unwrap() error { return e.Err }
 
 // encodeLocked checks events and encodes them into mu.buf.
 func (w *FencedWriter) encodeLocked(events []*Event) error {
@@ -264,24 +231,6 @@ func (w *FencedWriter) enc(i int) []byte {
 		start = w.mu.ends[i-1]
 	}
 	return w.mu.buf[start:w.mu.ends[i]:w.mu.ends[i]]
-}
-
-// chunkLen returns how many events from events[i] go into one batch: at
-// least one, all in events[i]'s block, within the caps.
-func (w *FencedWriter) chunkLen(events []*Event, i int) int {
-	block := uint64(events[i].Offset) >> loBits
-	bytes := len(w.enc(i))
-	n := 1
-	for j := i + 1; j < len(events) && n < w.o.MaxGroupEvents; j++ {
-		if uint64(events[j].Offset)>>loBits != block {
-			break
-		}
-		if bytes += len(w.enc(j)); bytes > w.o.MaxGroupBytes {
-			break
-		}
-		n++
-	}
-	return n
 }
 
 // writeChunkLocked writes chunk (events[at:at+len(chunk)] of the group),

@@ -13,81 +13,63 @@ import (
 
 // maxRecordBatchesInFlight bounds insertGroupRecords: at most this many
 // conditional record batches (ApplyBatchIf, one per event and record
-// partition) of one group are in flight at once. A group of up to
-// DefaultMaxGroupEvents (128, also apppart's default) events with one
-// record partition each is still written in one round; a group touching more record partitions
-// waits for a slot instead of opening a request per partition.
+// partition) of one group are in flight at once. A group of a few hundred
+// events with one record partition each is still written in one round; a
+// group touching more record partitions waits for a slot instead of
+// opening a request per partition.
 const maxRecordBatchesInFlight = 256
 
-// WriteGroup writes events, which must have consecutive offsets in
-// ascending order (e.Partition is ignored), each with the semantics Write
-// gives it in the writer's Mode, in fewer storage calls, and sets errs[i]
-// (len(errs) == len(events)) to event i's outcome:
+// maxChunksInFlight bounds the trust-2 chunks of one group (one PutBatch
+// each) written at once.
+const maxChunksInFlight = 8
+
+// WriteGroup implements GroupWriter: each event with the semantics Write
+// gives it in the writer's Mode, in fewer storage calls. Chunks are
+// written as follows.
 //
-//   - nil: the event and its records are stored.
-//   - ErrConflict, as for Write: an event already stored at its offset
-//     (nothing of it written), or, in ModeTrust0, one of its records (its
-//     event is stored, as Write's error says). The events after an event
-//     conflict are not written and get that error too. The writer is
-//     stopped: later calls fail every event with the first conflict.
-//   - any other error, as for Write: the event may or may not be stored,
-//     its records may be partly stored.
+//   - ModeTrust2: one PutBatch per chunk of its events and their records,
+//     at most maxChunksInFlight chunks at once; each event's outcome is its
+//     chunk's.
+//   - ModeTrust0 and ModeTrust1: one conditional batch per chunk, in order,
+//     that inserts the chunk's events if none of them exists (if one does,
+//     the chunk's events are inserted one at a time, in order, up to the
+//     first that exists: ErrConflict, the later events not written); then
+//     ModeTrust1 one PutBatch of the stored events' records (retried, as
+//     Write does), ModeTrust0 one conditional batch per event and record
+//     partition, issued concurrently (at most maxRecordBatchesInFlight) so
+//     that a store with group commit (storage/boltdb) commits them
+//     together; a record conflict fails its own event only. On a
+//     storage.MultiApplier (storage/boltdb, storage/mem), one
+//     ApplyBatchesIf per chunk of its events and their records instead:
+//     one transaction, and on boltdb one request of its group commit.
 //
-// An invalid group (a nil event, offset 0, offsets not consecutive, or an
-// event Write would refuse) writes nothing: every errs[i] wraps
-// storage.ErrInvalidArgument.
-//
-// Storage calls: ModeTrust2, one PutBatch of the events and their records.
-// ModeTrust0 and ModeTrust1, one conditional batch per PLog block that
-// inserts the block's events if none of them exists (if one does, the
-// block's events are inserted one at a time, in order, up to the first
-// that exists); then ModeTrust1 one PutBatch of the records (retried, as
-// Write does), ModeTrust0 one conditional batch per event and record
-// partition, issued concurrently so that a store with group commit
-// (storage/boltdb) commits them together. On a storage.MultiApplier
-// (storage/boltdb, storage/mem), ModeTrust0 and ModeTrust1 make one
-// ApplyBatchesIf of the whole group instead: one transaction, and on
-// boltdb one request of its group commit.
-func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) {
+// A conflict stops the writer after the group.
+func (w *Writer) WriteGroup(ctx context.Context, events []*Event) error {
+	if len(events) == 0 {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fill := func(from int, err error) {
-		for i := from; i < len(events); i++ {
+	errs := make([]error, len(events))
+	fill := func(err error) error {
+		for i := range errs {
 			errs[i] = err
 		}
+		return groupResult(events, errs)
 	}
-	clear(errs)
 	if w.mu.stopped != nil {
-		fill(0, w.mu.stopped)
-		return
+		return fill(w.mu.stopped)
 	}
 	encs, err := w.encodeGroup(events)
 	if err != nil {
-		fill(0, err)
-		return
+		return fill(err)
 	}
-	part := w.o.Partition
-	if w.o.Mode == ModeTrust2 {
-		var rows []storage.Row
-		nrec := 0
-		for i, e := range events {
-			rows = append(rows, storage.Row{PKey: EventPKey(part, e.Offset), CCols: EventCCols(e.Offset), Value: encs[i]})
-			rows = appendRecordRows(rows, e)
-			nrec += len(e.Records)
-		}
-		err := w.o.Versions.Stamp(rows)
-		if err == nil {
-			err = w.o.Storage.PutBatch(ctx, rows)
-		}
-		if err != nil {
-			fill(0, fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
-				part, events[0].Offset, events[len(events)-1].Offset, len(events), nrec, err))
-		}
-		return
-	}
-	if w.ma != nil {
+	switch {
+	case w.o.Mode == ModeTrust2:
+		w.putGroupLocked(ctx, events, encs, errs)
+	case w.ma != nil:
 		w.applyGroupLocked(ctx, w.ma, events, encs, errs)
-	} else {
+	default:
 		w.writeGroupLocked(ctx, events, encs, errs)
 	}
 	for _, err := range errs {
@@ -96,6 +78,40 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event, errs []error) 
 			break
 		}
 	}
+	return groupResult(events, errs)
+}
+
+// putGroupLocked writes a trust-2 group: one PutBatch per chunk of its
+// events and their records, chunks concurrently (at most
+// maxChunksInFlight), and sets each event's error from its chunk's.
+func (w *Writer) putGroupLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) {
+	part := w.o.Partition
+	var eg errgroup.Group // not WithContext: one chunk's error cancels no other
+	eg.SetLimit(maxChunksInFlight)
+	for from, to := range w.chunker().chunks(events, func(i int) int { return len(encs[i]) }) {
+		var rows []storage.Row
+		nrec := 0
+		for i, e := range events[from:to] {
+			rows = append(rows, storage.Row{PKey: EventPKey(part, e.Offset), CCols: EventCCols(e.Offset), Value: encs[from+i]})
+			rows = appendRecordRows(rows, e)
+			nrec += len(e.Records)
+		}
+		eg.Go(func() error {
+			err := w.o.Versions.Stamp(rows)
+			if err == nil {
+				err = w.o.Storage.PutBatch(ctx, rows)
+			}
+			if err != nil {
+				err = fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
+					part, events[from].Offset, events[to-1].Offset, to-from, nrec, err)
+				for i := from; i < to; i++ {
+					errs[i] = err
+				}
+			}
+			return nil // each chunk's error is its own: it sets its events'
+		})
+	}
+	_ = eg.Wait()
 }
 
 // writeGroupLocked writes a trust-0 or trust-1 group with the calls of
@@ -123,11 +139,25 @@ func (w *Writer) writeGroupLocked(ctx context.Context, events []*Event, encs [][
 }
 
 // applyGroupLocked writes a trust-0 or trust-1 group with one
-// ApplyBatchesIf: a batch per event that inserts it if absent and requires
-// the event before it (so that none is written after a conflict), then, per
-// event and record partition, a batch of its records that requires its
-// event (trust 0: inserted if absent; trust 1: put).
+// ApplyBatchesIf per chunk, in order, while every event so far is stored
+// (see applyChunkLocked); a record conflict fails its own event only.
 func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, events []*Event, encs [][]byte, errs []error) {
+	for from, to := range w.chunker().chunks(events, func(i int) int { return len(encs[i]) }) {
+		if failed := w.applyChunkLocked(ctx, ma, events[from:to], encs[from:to], errs[from:to]); failed >= 0 {
+			w.failAfter(events, errs, from+failed, to)
+			return
+		}
+	}
+}
+
+// applyChunkLocked writes a chunk of a trust-0 or trust-1 group with one
+// ApplyBatchesIf: a batch per event that inserts it if absent and requires
+// the event before it (so that none is written after a conflict), then,
+// per event and record partition, a batch of its records that requires its
+// event (trust 0: inserted if absent; trust 1: put). It returns the index
+// of the first event not stored, or -1 if every event is (records refused
+// or not).
+func (w *Writer) applyChunkLocked(ctx context.Context, ma storage.MultiApplier, events []*Event, encs [][]byte, errs []error) int {
 	part := w.o.Partition
 	batches := make([]storage.CondBatch, len(events), 2*len(events))
 	recOf := make([]int, 0, len(events)) // event of batch len(events)+i
@@ -145,7 +175,7 @@ func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, 
 			for i := range events {
 				errs[i] = fmt.Errorf("plog: partition %d offset %d: %w", part, events[i].Offset, err)
 			}
-			return
+			return 0
 		}
 	}
 	for i, e := range events {
@@ -165,12 +195,13 @@ func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, 
 	applied := make([]bool, len(batches))
 	if err := ma.ApplyBatchesIf(ctx, batches, applied); err != nil {
 		for i, e := range events {
-			errs[i] = fmt.Errorf("plog: partition %d offset %d: writing the group's events %d..%d and their records: %w", part, e.Offset, events[0].Offset, events[len(events)-1].Offset, err)
+			errs[i] = fmt.Errorf("plog: partition %d offset %d: writing events %d..%d and their records: %w", part, e.Offset, events[0].Offset, events[len(events)-1].Offset, err)
 		}
-		return
+		return 0
 	}
-	if i := slices.Index(applied[:len(events)], false); i >= 0 {
-		w.failFromConflict(events, errs, i)
+	failed := slices.Index(applied[:len(events)], false)
+	if failed >= 0 {
+		w.failFromConflict(events, errs, failed)
 	}
 	for k, i := range recOf {
 		b := len(events) + k
@@ -178,6 +209,7 @@ func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, 
 			errs[i] = w.recordConflict(ctx, events[i], batches[b].Rows)
 		}
 	}
+	return failed
 }
 
 // encodeGroup checks events and returns their encodings.
@@ -205,22 +237,11 @@ func (w *Writer) encodeGroup(events []*Event) ([][]byte, error) {
 	return encs, nil
 }
 
-// insertEventsLocked inserts events if absent, block by block, and
+// insertEventsLocked inserts events if absent, chunk by chunk, and
 // returns how many (a prefix) are stored; it sets the errs of the others.
 func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) int {
 	part := w.o.Partition
-	fail := func(from int, err error) int {
-		for i := from; i < len(events); i++ {
-			errs[i] = err
-		}
-		return from
-	}
-	for i := 0; i < len(events); {
-		block := uint64(events[i].Offset) >> loBits
-		j := i + 1
-		for j < len(events) && uint64(events[j].Offset)>>loBits == block {
-			j++
-		}
+	for i, j := range w.chunker().chunks(events, func(i int) int { return len(encs[i]) }) {
 		pKey := EventPKey(part, events[i].Offset)
 		conds := make([]storage.Condition, 0, j-i)
 		rows := make([]storage.Row, 0, j-i)
@@ -231,14 +252,21 @@ func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [
 		}
 		ok, err := w.o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
 		if err != nil {
-			return fail(i, fmt.Errorf("plog: partition %d offsets %d..%d: inserting %d events: %w", part, events[i].Offset, events[j-1].Offset, j-i, err))
+			err = fmt.Errorf("plog: partition %d offsets %d..%d: inserting %d events: %w", part, events[i].Offset, events[j-1].Offset, j-i, err)
+			for k := i; k < j; k++ {
+				errs[k] = err
+			}
+			w.failAfter(events, errs, i, j)
+			return i
 		}
 		if !ok {
 			for k := i; k < j; k++ {
 				e := events[k]
 				ok, err := w.o.Storage.InsertIfNotExists(ctx, pKey, rows[k-i].CCols, encs[k], 0)
 				if err != nil {
-					return fail(k, fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err))
+					errs[k] = fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err)
+					w.failAfter(events, errs, k, k+1)
+					return k
 				}
 				if !ok {
 					w.failFromConflict(events, errs, k)
@@ -246,7 +274,6 @@ func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [
 				}
 			}
 		}
-		i = j
 	}
 	return len(events)
 }
@@ -255,10 +282,15 @@ func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [
 // at its offset: k's error wraps ErrConflict, and the events after it are
 // not written.
 func (w *Writer) failFromConflict(events []*Event, errs []error, k int) {
-	conflict := w.conflictAt(events[k].Offset)
-	errs[k] = conflict
-	for m := k + 1; m < len(events); m++ {
-		errs[m] = fmt.Errorf("plog: partition %d offset %d: not written, after a conflict: %w", w.o.Partition, events[m].Offset, conflict)
+	errs[k] = w.conflictAt(events[k].Offset)
+	w.failAfter(events, errs, k, k+1)
+}
+
+// failAfter sets the errs of events[from:], not written because event
+// failed (errs[failed]) first.
+func (w *Writer) failAfter(events []*Event, errs []error, failed, from int) {
+	for m := from; m < len(events); m++ {
+		errs[m] = notWritten(uint64(w.o.Partition), uint64(events[m].Offset), uint64(events[failed].Offset), errs[failed])
 	}
 }
 

@@ -91,7 +91,7 @@ func TestWriteGroupRecordBatchesBounded(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.WriteGroup(context.Background(), g, errs)
+		copy(errs, eventErrs(w.WriteGroup(context.Background(), g), len(errs)))
 	}()
 
 	select {

@@ -40,7 +40,7 @@ func TestWriteGroupStoresEachEvent(t *testing.T) {
 				// Across a block boundary.
 				g := groupOf(4094, 5)
 				errs := make([]error, len(g))
-				w.WriteGroup(context.Background(), g, errs)
+				copy(errs, eventErrs(w.WriteGroup(context.Background(), g), len(errs)))
 				for i, e := range g {
 					require.NoError(t, errs[i], "event %d", i)
 					v, ok := getRow(t, st, EventPKey(4, e.Offset), EventCCols(e.Offset))
@@ -71,7 +71,7 @@ func TestWriteGroupPlantedEventConflict(t *testing.T) {
 				w := newWriter(t, st, mode)
 				g := groupOf(10, 6)
 				errs := make([]error, len(g))
-				w.WriteGroup(ctx, g, errs)
+				copy(errs, eventErrs(w.WriteGroup(ctx, g), len(errs)))
 				for i, e := range g {
 					v, ok := getRow(t, st, EventPKey(4, e.Offset), EventCCols(e.Offset))
 					_, rec := getRow(t, st, RecordPKey(5, e.Records[0]), RecordCCols(e.Records[0]))
@@ -91,7 +91,7 @@ func TestWriteGroupPlantedEventConflict(t *testing.T) {
 					}
 				}
 				require.ErrorIs(t, w.Stopped(), ErrConflict)
-				w.WriteGroup(ctx, groupOf(16, 2), errs[:2])
+				copy(errs[:2], eventErrs(w.WriteGroup(ctx, groupOf(16, 2)), len(errs[:2])))
 				assert.ErrorIs(t, errs[0], ErrConflict, "stopped")
 			})
 		})
@@ -109,7 +109,7 @@ func TestWriteGroupPlantedRecordConflict(t *testing.T) {
 		w := newWriter(t, st, ModeTrust0)
 		g := groupOf(10, 5)
 		errs := make([]error, len(g))
-		w.WriteGroup(ctx, g, errs)
+		copy(errs, eventErrs(w.WriteGroup(ctx, g), len(errs)))
 		for i, e := range g {
 			if e.Offset == 12 {
 				require.ErrorIs(t, errs[i], ErrConflict)
@@ -133,7 +133,7 @@ func TestWriteGroupInvalid(t *testing.T) {
 	g := groupOf(10, 3)
 	g[2].Offset = 20
 	errs := make([]error, len(g))
-	w.WriteGroup(context.Background(), g, errs)
+	copy(errs, eventErrs(w.WriteGroup(context.Background(), g), len(errs)))
 	for _, err := range errs {
 		require.ErrorIs(t, err, storage.ErrInvalidArgument)
 	}
@@ -149,13 +149,13 @@ func TestWriteGroupStorageError(t *testing.T) {
 	require.NoError(t, err)
 	w := newWriter(t, st, ModeTrust0)
 	errs := make([]error, 2)
-	w.WriteGroup(context.Background(), groupOf(10, 2), errs)
+	copy(errs, eventErrs(w.WriteGroup(context.Background(), groupOf(10, 2)), len(errs)))
 	for _, err := range errs {
 		require.ErrorIs(t, err, storage.ErrUnavailable)
 		require.False(t, errors.Is(err, ErrConflict))
 	}
 	require.NoError(t, w.Stopped())
-	w.WriteGroup(context.Background(), groupOf(10, 2), errs)
+	copy(errs, eventErrs(w.WriteGroup(context.Background(), groupOf(10, 2)), len(errs)))
 	require.NoError(t, errors.Join(errs...))
 }
 
@@ -177,7 +177,7 @@ func TestWriteGroupApplyError(t *testing.T) {
 			st := failingMulti{Storage: newMem(t), err: fmt.Errorf("boom: %w", storage.ErrUnknownOutcome)}
 			w := newWriter(t, st, mode)
 			errs := make([]error, 3)
-			w.WriteGroup(context.Background(), groupOf(10, 3), errs)
+			copy(errs, eventErrs(w.WriteGroup(context.Background(), groupOf(10, 3)), len(errs)))
 			for i, err := range errs {
 				require.ErrorIs(t, err, storage.ErrUnknownOutcome, "event %d", i)
 				require.NotErrorIs(t, err, ErrConflict)
@@ -186,4 +186,22 @@ func TestWriteGroupApplyError(t *testing.T) {
 			require.NoError(t, w.Stopped())
 		})
 	}
+}
+
+// eventErrs returns the per-event errors of a group of n events written
+// with error err (nil or a *GroupError, see GroupWriter); any other error
+// is given to every event, so that the checks fail on it.
+func eventErrs(err error, n int) []error {
+	errs := make([]error, n)
+	var ge *GroupError
+	switch {
+	case err == nil:
+	case errors.As(err, &ge) && len(ge.Errs) == n:
+		copy(errs, ge.Errs)
+	default:
+		for i := range errs {
+			errs[i] = fmt.Errorf("not a *GroupError of %d events: %w", n, err)
+		}
+	}
+	return errs
 }

@@ -16,12 +16,20 @@ import (
 
 // WriterOptions configure a Writer.
 type WriterOptions struct {
-	// Storage holds the PLog and the records. Required. Its
-	// storage.MultiApplier, if any (found once, by NewWriter, under any
-	// wrapper), writes a group's events and records in one call.
+	// Storage holds the PLog and the records. Required.
 	Storage storage.Storage
+	// Capabilities are Storage's (storage.Probe), found once by the caller
+	// that builds every user of Storage. A MultiApplier among them writes
+	// each chunk of a group's events and records with one call. nil:
+	// NewWriter probes Storage itself.
+	Capabilities *storage.Capabilities
 	// Partition is the PLog partition written.
 	Partition isequencer.PartitionID
+	// MaxGroupEvents and MaxGroupBytes cap a chunk of a group (see
+	// GroupWriter): its events, and their encoded bytes (an event larger
+	// than the cap is a chunk alone). Defaults DefaultMaxGroupEvents and
+	// DefaultMaxGroupBytes.
+	MaxGroupEvents, MaxGroupBytes int
 	// Mode selects insert-if-not-exists or put for events and records.
 	// The zero value is ModeTrust0. ModeFenced is FencedWriter's.
 	Mode Mode
@@ -35,9 +43,20 @@ type WriterOptions struct {
 	Versions *storage.Versions
 }
 
-// Validate reports every problem of o at once.
+// EnsureDefaults sets zero fields to their defaults.
+func (o *WriterOptions) EnsureDefaults() {
+	if o.MaxGroupEvents == 0 {
+		o.MaxGroupEvents = DefaultMaxGroupEvents
+	}
+	if o.MaxGroupBytes == 0 {
+		o.MaxGroupBytes = DefaultMaxGroupBytes
+	}
+}
+
+// Validate reports every problem of o at once. Call it after
+// EnsureDefaults.
 func (o *WriterOptions) Validate() error {
-	var errs []error
+	errs := validateCaps(o.MaxGroupEvents, o.MaxGroupBytes)
 	if o.Storage == nil {
 		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
 	}
@@ -53,7 +72,7 @@ func (o *WriterOptions) Validate() error {
 // Mode. Safe for concurrent use; writes are serialised.
 type Writer struct {
 	o  WriterOptions
-	ma storage.MultiApplier // o.Storage's, found once by NewWriter; nil if none
+	ma storage.MultiApplier // o.Capabilities'; nil if none
 	mu struct {
 		sync.Mutex
 		buf     []byte
@@ -62,15 +81,26 @@ type Writer struct {
 	}
 }
 
-// NewWriter validates o and returns a Writer.
+// NewWriter validates o (after EnsureDefaults) and returns a Writer.
 func NewWriter(o WriterOptions) (*Writer, error) {
+	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	w := &Writer{o: o}
-	w.ma, _ = storage.AsMultiApplier(o.Storage)
+	w.ma = capabilities(o.Capabilities, o.Storage).MultiApplier
 	return w, nil
 }
+
+// capabilities returns *c, or st's probed when c is nil.
+func capabilities(c *storage.Capabilities, st storage.Storage) storage.Capabilities {
+	if c != nil {
+		return *c
+	}
+	return storage.Probe(st)
+}
+
+func (w *Writer) chunker() chunker { return chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes} }
 
 // Mode returns the writer's mode.
 func (w *Writer) Mode() Mode { return w.o.Mode }

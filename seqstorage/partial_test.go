@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,11 +267,11 @@ func TestWriteReportsFailedWorkspaces(t *testing.T) {
 // countingMulti is a storage.MultiApplier (mem) that counts PutBatch calls.
 type countingMulti struct {
 	*mem.Store
-	putBatches int
+	putBatches atomic.Int64
 }
 
 func (c *countingMulti) PutBatch(ctx context.Context, rows []storage.Row) error {
-	c.putBatches++
+	c.putBatches.Add(1)
 	return c.Store.PutBatch(ctx, rows)
 }
 
@@ -283,7 +284,7 @@ func TestWriteOneCallOnEmbeddedStores(t *testing.T) {
 	defer multi.Close()
 	var _ storage.MultiApplier = multi
 	require.NoError(t, newStorage(t, Options{Storage: multi}).WriteValuesAndNextPLogOffset(batch, 4))
-	assert.Equal(t, 2, multi.putBatches, "one for the numbers, one for the offset")
+	assert.EqualValues(t, 2, multi.putBatches.Load(), "one for the numbers, one for the offset")
 
 	counting := drivertest.NewCounting(mem.New(mem.Options{}))
 	defer counting.Close()
@@ -301,4 +302,24 @@ func TestWriteOneCallOnEmbeddedStores(t *testing.T) {
 	var _ storage.MultiApplier = wrapped
 	require.NoError(t, newStorage(t, Options{Storage: wrapped}).WriteValuesAndNextPLogOffset(batch, 4))
 	assert.EqualValues(t, 3+1, counting.Calls(faulty.OpPutBatch), "one PutBatch per workspace (and the offset's) under a wrapper of a CQL-like store")
+}
+
+// TestWriteFollowsGivenCapabilities: Options.Capabilities, when given,
+// decides the write path, not a probe of Storage: a store probed as one
+// transaction per PutBatch is written one PutBatch per workspace when the
+// caller's Capabilities say otherwise, and the other way round.
+func TestWriteFollowsGivenCapabilities(t *testing.T) {
+	batch := []isequencer.SeqValue{{Key: key(1, 1), Value: 1}, {Key: key(2, 1), Value: 2}, {Key: key(3, 1), Value: 3}}
+	multi := &countingMulti{Store: mem.New(mem.Options{})}
+	defer multi.Close()
+	require.True(t, storage.Probe(multi).PutBatchOneTransaction)
+	require.NoError(t, newStorage(t, Options{Storage: multi, Capabilities: &storage.Capabilities{}}).WriteValuesAndNextPLogOffset(batch, 4))
+	assert.EqualValues(t, 3+1, multi.putBatches.Load(), "one per workspace and one for the offset")
+
+	counting := drivertest.NewCounting(drivertest.ContractOnly(mem.New(mem.Options{})))
+	defer counting.Close()
+	require.False(t, storage.Probe(counting).PutBatchOneTransaction)
+	caps := storage.Capabilities{PutBatchOneTransaction: true}
+	require.NoError(t, newStorage(t, Options{Storage: counting, Capabilities: &caps}).WriteValuesAndNextPLogOffset(batch, 4))
+	assert.EqualValues(t, 1+1, counting.Calls(faulty.OpPutBatch), "one for the numbers, one for the offset")
 }

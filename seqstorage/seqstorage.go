@@ -50,6 +50,12 @@ type Options struct {
 	// unless Reader is set, the PLog). Required.
 	Storage storage.Storage
 
+	// Capabilities are Storage's (storage.Probe), found once by the caller
+	// that builds every user of Storage. With PutBatchOneTransaction the
+	// numbers are written with one PutBatch (see
+	// WriteValuesAndNextPLogOffset). nil: New probes Storage itself.
+	Capabilities *storage.Capabilities
+
 	// App and Partition select the application partition.
 	App       isequencer.ClusterAppID
 	Partition isequencer.PartitionID
@@ -145,9 +151,9 @@ type Storage struct {
 	ad     *vvmadapter.Adapter
 	reader plog.PLogReader
 	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
-	// oneCall: Options.Storage is a storage.MultiApplier (an embedded
-	// driver, under any wrappers: storage.AsMultiApplier), whose PutBatch is
-	// one local transaction: the numbers are written with one PutBatch.
+	// oneCall: Options.Storage's PutBatch is one transaction
+	// (storage.Capabilities.PutBatchOneTransaction): the numbers are
+	// written with one PutBatch.
 	oneCall bool
 	life    context.Context // the lifetime context; done after CancelCalls
 	cancel  context.CancelFunc
@@ -164,7 +170,12 @@ func New(o Options) (*Storage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	_, oneCall := storage.AsMultiApplier(o.Storage)
+	caps := o.Capabilities
+	if caps == nil {
+		probed := storage.Probe(o.Storage)
+		caps = &probed
+	}
+	oneCall := caps.PutBatchOneTransaction
 	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader, oneCall: oneCall}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {
@@ -258,9 +269,10 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 // fail the others: the call then returns an *isequencer.PartialWriteError
 // naming the values of the failed workspaces, which the sequencer retries
 // alone. If only the offset write fails, the PartialWriteError names no
-// value. On a storage.MultiApplier (storage/boltdb, storage/mem), whose
-// PutBatch is one local transaction, the values are written with one
-// PutBatch and a failure names no durable value.
+// value. On a store whose PutBatch is one transaction
+// (Capabilities.PutBatchOneTransaction: storage/boltdb, storage/mem), the
+// values are written with one PutBatch and a failure names no durable
+// value.
 func (s *Storage) WriteValuesAndNextPLogOffset(batch []isequencer.SeqValue, next isequencer.PLogOffset) error {
 	if s.o.Owner == nil {
 		return fmt.Errorf("%w: app %d partition %d: writing %d numbers and next PLog offset %d", ErrNotOwner, s.o.App, s.o.Partition, len(batch), next)

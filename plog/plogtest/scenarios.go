@@ -214,8 +214,9 @@ func PlantedConflict(t *testing.T, st storage.Storage, part isequencer.Partition
 
 // SplitGroupTakeover: a takeover (a sweep with a later epoch) between two
 // chunks of one group. The chunk applied before it stays stored with its
-// records, and WriteGroup says how many events that is (a
-// *plog.GroupError wrapping ErrFenced); the later chunks are not written.
+// records, and WriteGroup's *plog.GroupError reads, per event: stored
+// (nil), refused (ErrFenced, the chunk that met the new fence), not
+// written (ErrNotWritten, the chunk after it).
 func SplitGroupTakeover(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
 	o1 := OwnerOf(part, 1)
@@ -232,8 +233,21 @@ func SplitGroupTakeover(t *testing.T, st storage.Storage, part isequencer.Partit
 	require.ErrorIs(t, err, plog.ErrFenced)
 	var ge *plog.GroupError
 	require.ErrorAs(t, err, &ge)
-	assert.Equal(t, 3, ge.Stored, "the first chunk (3 events) is stored")
-	assert.Contains(t, err.Error(), "first 3 events are stored")
+	assert.Equal(t, 3, ge.Stored(), "the first chunk (3 events) is stored")
+	assert.Contains(t, err.Error(), "the first 3 of 9 events stored")
+	require.Len(t, ge.Errs, 9)
+	for i, err := range ge.Errs {
+		switch {
+		case i < 3:
+			assert.NoError(t, err, "event %d", i)
+		case i < 6:
+			assert.ErrorIs(t, err, plog.ErrFenced, "event %d", i)
+			assert.NotErrorIs(t, err, plog.ErrNotWritten, "event %d: its chunk was sent", i)
+		default:
+			assert.ErrorIs(t, err, plog.ErrNotWritten, "event %d", i)
+			assert.ErrorIs(t, err, plog.ErrFenced, "event %d: after the refused chunk", i)
+		}
+	}
 	assert.Equal(t, Span(o1, 1, 3), ReadLog(t, st, part, 1))
 	for off := range isequencer.PLogOffset(3) {
 		_, ok := recordOf(t, st, o1, plog.RecordID(1+off))
@@ -242,10 +256,11 @@ func SplitGroupTakeover(t *testing.T, st storage.Storage, part isequencer.Partit
 	_, ok := recordOf(t, st, o1, 4)
 	assert.False(t, ok, "no record of a refused chunk")
 
-	// Refused at its first chunk: nothing stored, no *GroupError.
+	// Refused at its first chunk: nothing stored.
 	err = w.WriteGroup(ctx, Group(o1, 4, 2))
 	require.ErrorIs(t, err, plog.ErrFenced)
-	require.False(t, errors.As(err, &ge), "%v", err)
+	require.ErrorAs(t, err, &ge)
+	assert.Zero(t, ge.Stored())
 	assert.Equal(t, Span(o1, 1, 3), ReadLog(t, st, part, 1))
 }
 

@@ -323,17 +323,13 @@ func writeCQLSeq(ctx context.Context, st storage.Storage, n, wss int) error {
 	}
 	const group = 512
 	events := make([]*plog.Event, 0, group)
-	errs := make([]error, group)
 	for off := 1; off <= n; off++ {
 		ws := 1 + off%wss
 		events = append(events, &plog.Event{Partition: 0, Offset: isequencer.PLogOffset(off), WSID: isequencer.WSID(ws), WSKind: wsKind,
 			WLogOffset: uint64(off/wss + 1),
 			Numbers:    []plog.SeqNumber{{SeqID: 1, Number: isequencer.Number(off/wss + 1)}, {SeqID: 2, Number: isequencer.Number(200_000 + off/wss + 1)}}})
 		if len(events) == group || off == n {
-			if err := retry(func() error {
-				w.WriteGroup(ctx, events, errs[:len(events)])
-				return firstErr(errs[:len(events)])
-			}); err != nil {
+			if err := retry(func() error { return w.WriteGroup(ctx, events) }); err != nil {
 				return fmt.Errorf("offset %d: %w", off, err)
 			}
 			events = events[:0]
@@ -391,15 +387,6 @@ func retry(f func() error) error {
 		time.Sleep(time.Second)
 	}
 	return err
-}
-
-func firstErr(errs []error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // runOpen is the child: it opens a sequencer on partition 0 of the
