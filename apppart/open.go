@@ -159,8 +159,10 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if fenced {
 		epoch = own.Owner.Epoch()
 	}
+	// What the stores can do, found once for every user of each.
+	seqCaps, appCaps := storage.Probe(o.Storage), storage.Probe(o.AppStorage)
 	ss, err := seqstorage.New(seqstorage.Options{
-		Storage: o.Storage, App: o.App, Partition: o.Partition,
+		Storage: o.Storage, Capabilities: &seqCaps, App: o.App, Partition: o.Partition,
 		Reader: reader, Timeout: o.StorageTimeout, MinAccepted: o.MinAccepted,
 		Owner: own.Owner, EpochCells: fenced,
 	})
@@ -171,11 +173,11 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	var fw *plog.FencedWriter
 	if fenced {
 		fw, err = plog.NewFencedWriter(plog.FencedWriterOptions{
-			Storage: o.AppStorage, Partition: o.Partition, Epoch: epoch, MaxGroupEvents: o.MaxGroupEvents,
+			Storage: o.AppStorage, Capabilities: &appCaps, Partition: o.Partition, Epoch: epoch,
 			Versions: versions,
 		})
 	} else {
-		w, err = plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode, Versions: versions})
+		w, err = plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Capabilities: &appCaps, Partition: o.Partition, Mode: o.Mode, Versions: versions})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
