@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -51,8 +50,8 @@ func (s *Sequencer) hasWork() bool {
 		uint64(s.shared.marks.Load().at(s.worker.mhead).next) <= s.shared.watermark.v.Load())
 }
 
-// flush writes what is durable (and the actualization result, if not yet
-// written) as one batch. It returns false if ctx is done.
+// flush writes what prepareWrite returns, retrying, and completes it. It
+// returns false if ctx is done.
 func (s *Sequencer) flush() bool {
 	if d := s.p.BatcherDelay; d > 0 {
 		if !s.sleep(d) {
@@ -62,54 +61,21 @@ func (s *Sequencer) flush() bool {
 	if s.shared.actualizeReq.Load() {
 		return true
 	}
-	// Write the values of the transactions the watermark covers and claim
-	// their next offset, never the offset of a transaction whose values
-	// are not written.
-	w := PLogOffset(s.shared.watermark.v.Load())
-	mt := s.shared.markTailPub.v.Load()
-	marks := s.shared.marks.Load() // after markTailPub: see sharedState
-	pos, mh, claim := s.worker.head, s.worker.mhead, s.worker.claim
-	for ; mh != mt; mh++ {
-		m := *marks.at(mh)
-		if m.next > w {
-			break
-		}
-		pos, claim = m.tail, m.next
+	pw, ok := s.prepareWrite()
+	if !ok {
+		return true
 	}
-	offset := claim
-	s.mu.Lock()
-	var over []SeqValue
-	if len(s.mu.overflow) > 0 {
-		if s.mu.overflowMaxNext <= w {
-			over = s.mu.overflow
-			s.mu.overflow, s.mu.overflowTaken = nil, over
-			s.mu.overflowMinNext, s.mu.overflowMaxNext = 0, 0
-		} else {
-			// A tentative transaction in overflow is not written: claim
-			// no offset at or past it.
-			offset = min(offset, s.mu.overflowMinNext-1)
-		}
-	}
-	rec := s.mu.recovered
-	s.mu.Unlock()
-	offset = max(offset, s.worker.writtenOffset)
-
-	if s.write(rec, pos, over, offset) {
-		s.worker.mhead, s.worker.claim = mh, claim
-		s.shared.markHead.v.Store(mh)
+	if s.write(&pw) {
+		s.completeWrite(&pw)
 	}
 	return s.ctx.Err() == nil
 }
 
-// write writes rec, ring[head:to] and over with next offset, retrying, and
-// then releases what it wrote: the ring up to to, the overflow values taken
-// and the actualization result. It returns false, releasing nothing, if ctx
-// is done or an actualization was requested.
-func (s *Sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, offset PLogOffset) bool {
-	batch := s.collect(rec, to, over)
-	var known bool
-	s.worker.wsBuf, known = s.readAhead.workspacesOf(batch, s.worker.wsBuf)
-	ok := s.retry(opWriteValues, func() (bool, error) {
+// write stores pw's batch and offset, retrying. It returns false if ctx is
+// done or an actualization was requested (which abandons pw).
+func (s *Sequencer) write(pw *pendingWrite) bool {
+	batch, offset := pw.batch, pw.offset
+	return s.retry(opWriteValues, func() (bool, error) {
 		began := time.Now()
 		err := s.p.SeqStorage.WriteValuesAndNextPLogOffset(batch, offset)
 		if err == nil {
@@ -130,76 +96,14 @@ func (s *Sequencer) write(rec map[NumberKey]Number, to uint64, over []SeqValue, 
 		}
 		return false, err
 	})
-	if !ok {
-		return false
-	}
-	if invariants && offset < s.worker.writtenOffset {
-		panic(fmt.Sprintf("isequencer: invariant: written offset went back from %d to %d", s.worker.writtenOffset, offset))
-	}
-	s.worker.writtenOffset = max(s.worker.writtenOffset, offset)
-	s.worker.head = to
-	s.readAhead.completed(s.worker.wsBuf, known) // before the head: see readahead.go
-	s.shared.ringHead.v.Store(to)
-	s.mu.Lock()
-	s.mu.overflowTaken = nil
-	if len(rec) > 0 {
-		s.mu.recovered = nil
-		s.shared.hasRecovered.Store(false)
-	}
-	s.mu.Unlock()
-	n := s.shared.overflowN.Add(-int64(len(over)))
-	s.m.Unflushed(int(n + int64(s.shared.ringTail.v.Load()-to)))
-	return true
 }
 
-// collect returns rec, ring[head:tail] and over as one batch sorted by key
-// with unique keys, keeping the largest value of each. The result is in
-// s.worker.wbuf.
-func (s *Sequencer) collect(rec map[NumberKey]Number, tail uint64, over []SeqValue) []SeqValue {
-	b := s.worker.wbuf[:0]
-	for k, v := range rec {
-		b = append(b, SeqValue{Key: k, Value: v})
-	}
-	values := s.shared.values.Load() // after ringTail (tail): see sharedState
-	for i := s.worker.head; i != tail; i++ {
-		b = append(b, *values.at(i))
-	}
-	b = append(b, over...)
-	slices.SortFunc(b, compareSeqValues)
-	out := b[:0]
-	for _, v := range b {
-		if n := len(out); n > 0 && out[n-1].Key == v.Key {
-			out[n-1].Value = max(out[n-1].Value, v.Value)
-			continue
-		}
-		out = append(out, v)
-	}
-	s.worker.wbuf = b
-	return out
-}
-
-// actualize rebuilds the sequencer's state from storage and the PLog tail.
-// It returns false if ctx is done.
+// actualize rebuilds the sequencer's state from storage and the PLog tail
+// (beginActualize, the reads, endActualize). It returns false if ctx is
+// done.
 func (s *Sequencer) actualize() bool {
 	began := time.Now()
-	s.shared.actualizeReq.Store(false)
-	s.readAhead.actualizing()
-	// The caller is locked out (stateActualizing): reset both ends.
-	s.caller.tail, s.worker.head = 0, 0
-	s.shared.ringTail.v.Store(0)
-	s.shared.ringHead.v.Store(0)
-	s.caller.markTail, s.worker.mhead = 0, 0
-	s.shared.markTailPub.v.Store(0)
-	s.shared.markHead.v.Store(0)
-	s.resetRings()
-	s.mu.Lock()
-	s.mu.overflow, s.mu.overflowTaken, s.mu.recovered = nil, nil, nil
-	s.mu.overflowMinNext, s.mu.overflowMaxNext = 0, 0
-	s.mu.Unlock()
-	s.shared.overflowN.Store(0)
-	s.shared.hasRecovered.Store(false)
-	s.m.Unflushed(0)
-
+	s.beginActualize()
 	var stored PLogOffset
 	if !s.retry(opReadNextPLogOffset, func() (_ bool, err error) {
 		stored, err = s.p.SeqStorage.ReadNextPLogOffset()
@@ -208,7 +112,6 @@ func (s *Sequencer) actualize() bool {
 		return false
 	}
 	from := max(stored, 1)
-
 	events := 0
 	var last PLogOffset
 	if !s.retry(opActualizeFromPLog, func() (bool, error) {
@@ -233,37 +136,16 @@ func (s *Sequencer) actualize() bool {
 	}) {
 		return false
 	}
-	next := from
-	if events > 0 {
-		next = last + 1
-	}
-	if invariants && next < s.worker.lastSeen {
-		panic(fmt.Sprintf("isequencer: invariant: next PLog offset went back from %d to %d", s.worker.lastSeen, next))
-	}
-	s.worker.lastSeen = next
-
-	// Hand the replay map over as is: the flush that writes it sorts its
+	// Hand the replay map over as is: the write that holds it sorts its
 	// batch anyway, so nothing here delays the first Start.
 	rec := s.worker.replay
 	s.worker.replay = nil
-
-	s.readAhead.cacheMu.Lock()
-	s.caller.cache.reset()
-	s.readAhead.cacheMu.Unlock()
-	s.caller.nextOffset = next
-	s.mu.Lock()
-	s.mu.recovered = rec
-	s.mu.Unlock()
-	s.shared.hasRecovered.Store(len(rec) > 0)
-	s.worker.writtenOffset = max(stored, 1)
-	// Every event below next was read from the PLog: it is durable.
-	s.worker.claim = next
-	s.shared.watermark.v.Store(uint64(next))
+	next := s.endActualize(stored, rec, events, last)
 	took := time.Since(began)
 	// Reported before Start can succeed, so that a caller's first
 	// transaction sees the actualization counted.
 	s.m.Actualized(events, took)
-	s.shared.state.And(^stateActualizing)
+	s.open()
 	s.p.Logger.Info("isequencer: actualized",
 		"stored_next_plog_offset", stored, "events_replayed", events,
 		"numbers_recovered", len(rec), "next_plog_offset", next, "took", took)
