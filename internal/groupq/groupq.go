@@ -124,6 +124,10 @@ type Pacer struct {
 	// Max caps Gather's wait (with Learn, when the last commit took
 	// less); 0 is DefaultMaxGather.
 	Max time.Duration
+	// Full, if > 0, is the most requests the committer takes in one
+	// group: Gather returns once that many are queued, since waiting
+	// for more would only delay a full group.
+	Full int
 
 	expect   int           // requests expected in the queue
 	deadline time.Time     // the latest end of the wait
@@ -162,9 +166,9 @@ func (p *Pacer) Committed(began time.Time, answered, queued int) {
 	p.deadline = now.Add(min(wait, limit))
 }
 
-// Gather waits until q holds the requests p expects, p's deadline has
-// passed, q is closed or empty (the committer then waits on Signal), or
-// stop is closed.
+// Gather waits until q holds the requests p expects (or p.Full), p's
+// deadline has passed, q is closed or empty (the committer then waits on
+// Signal), or stop is closed.
 func (q *Queue[T]) Gather(p *Pacer, stop <-chan struct{}) {
 	var t *time.Timer
 	defer func() {
@@ -184,7 +188,7 @@ func (q *Queue[T]) Gather(p *Pacer, stop <-chan struct{}) {
 				p.back /= 2 // they did not all come back in time: expect less
 			}
 		}
-		if n == 0 || n >= p.expect || closed || wait <= 0 {
+		if n == 0 || n >= p.expect || (p.Full > 0 && n >= p.Full) || closed || wait <= 0 {
 			return
 		}
 		if t == nil {

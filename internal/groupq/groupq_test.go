@@ -123,6 +123,19 @@ func TestGatherWaitsForTheAnsweredWriters(t *testing.T) {
 	returned(t, done, "3 of 3")
 }
 
+// TestGatherReturnsOnAFullGroup: Gather waits for the writers it expects,
+// but not once a whole group (Full) is queued.
+func TestGatherReturnsOnAFullGroup(t *testing.T) {
+	p := pacer(4)
+	p.Full = 2
+	q := New[int]()
+	q.Put(1)
+	done := gather(q, p, nil)
+	notReturned(t, done, "1 of a group of 2")
+	q.Put(2)
+	returned(t, done, "a full group")
+}
+
 // TestCommittedDeadline: Gather waits at most half the commit's duration,
 // and never more than DefaultMaxGather (or Max).
 func TestCommittedDeadline(t *testing.T) {
