@@ -95,9 +95,12 @@ func (s *Sequencer) completeWrite(pw *pendingWrite) {
 	}
 	s.mu.Unlock()
 	n := s.shared.overflowN.Add(-int64(len(pw.over)))
-	s.m.Unflushed(int(n + int64(s.shared.ringTail.v.Load()-pw.to)))
 	s.worker.mhead, s.worker.claim = pw.mh, pw.claim
 	s.shared.markHead.v.Store(pw.mh)
+	if mt := s.shared.markTailPub.v.Load(); mt != pw.mh {
+		n += int64(s.shared.marks.Load().at(mt-1).tail - pw.to) // after markTailPub: see sharedState
+	}
+	s.m.Unflushed(int(n))
 }
 
 // collect returns rec, ring[head:tail] and over as one batch sorted by key
@@ -134,7 +137,6 @@ func (s *Sequencer) beginActualize() {
 	s.shared.actualizeReq.Store(false)
 	s.readAhead.actualizing()
 	s.caller.tail, s.worker.head = 0, 0
-	s.shared.ringTail.v.Store(0)
 	s.shared.ringHead.v.Store(0)
 	s.caller.markTail, s.worker.mhead = 0, 0
 	s.shared.markTailPub.v.Store(0)

@@ -123,7 +123,7 @@ type callerState struct {
 	txTaken    []SeqValue // values taken by the transaction
 	lastKind   *kindInfo  // memo of the last kinds lookup
 	overlayBuf []Number
-	tail       uint64          // the caller's copy of shared.ringTail
+	tail       uint64          // the ring position after the last value accepted
 	markTail   uint64          // the caller's copy of shared.markTailPub
 	values     *ring[SeqValue] // the caller's copy of shared.values
 	marks      *ring[txMark]   // the caller's copy of shared.marks
@@ -132,9 +132,9 @@ type callerState struct {
 // sharedState is where the caller and the worker meet.
 //
 // Values accepted by Flush travel to the worker through a single-producer
-// single-consumer ring: Flush writes ring[tail...] and publishes ringTail
-// (read by the worker only for the Unflushed metric). ringHead advances
-// only once values are written, so
+// single-consumer ring: Flush writes ring[tail...] and publishes the new
+// tail in the transaction's mark (below). ringHead advances only once
+// values are written, so
 // ring[ringHead:tail] is exactly what a cache miss must overlay on the
 // stored numbers; the miss reads only the part below the position the
 // cache kept for its workspace (wsCache: ring positions), so that its cost
@@ -158,7 +158,6 @@ type callerState struct {
 // (padded), so that neither side's writes invalidate the other's
 // reads of unrelated fields.
 type sharedState struct {
-	ringTail    padded[atomic.Uint64]          // written by the caller
 	markTailPub padded[atomic.Uint64]          // written by the caller
 	values      atomic.Pointer[ring[SeqValue]] // written by the caller
 	marks       atomic.Pointer[ring[txMark]]   // written by the caller
@@ -460,7 +459,6 @@ func (s *Sequencer) Flush() {
 				*c.values.at(c.tail + uint64(i)) = v
 			}
 			c.tail += n
-			s.shared.ringTail.v.Store(c.tail)
 			// The transaction's workspace is the cache entry returned
 			// last (its load): see load.
 			c.cache.markLast(c.tail)
@@ -485,12 +483,17 @@ func (s *Sequencer) Flush() {
 	*c.marks.at(c.markTail) = txMark{next: c.nextOffset, tail: c.tail}
 	c.markTail++
 	s.shared.markTailPub.v.Store(c.markTail)
-	if !s.tentative {
-		// The caller wrote the event before Flush: the mark is durable
-		// (after it is published: see sharedState).
-		s.Durable(c.nextOffset)
+	if s.tentative {
+		return // nothing to write until Durable covers the mark
 	}
-	// GroupCommit: nothing to write until Durable covers the mark; no wake.
+	// The caller wrote the event before Flush: the mark is durable (after
+	// it is published: see sharedState). Without GroupCommit only the
+	// caller moves the watermark (endActualize sets it while the caller is
+	// locked out), so a store suffices.
+	s.shared.watermark.v.Store(uint64(c.nextOffset))
+	if s.shared.parked.v.Load() {
+		s.wake()
+	}
 }
 
 // txMark is one flushed transaction: its next
