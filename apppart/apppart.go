@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
 )
 
 var (
@@ -95,15 +96,19 @@ type Partition struct {
 	seqTypes map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number
 	shape    eventShape
 	logger   *slog.Logger
+	mode     plog.Mode
+	epoch    uint64           // the ownership epoch (Epoch reports it in fenced mode)
+	deadline func() time.Time // the lease's local deadline; nil: none
+	hooks    Hooks
 
 	mu      sync.Mutex
 	seq     *isequencer.Sequencer
 	cleanup func()
 	closed  bool
-	stopped error // the conflict that stopped the partition
+	stopped error // the refusal that stopped the partition
 
 	flow        *committer
-	cancelCalls func()                // the sequencer storage's CancelCalls
+	cancelCalls func() // the sequencer storage's CancelCalls
 }
 
 // Do runs one command. On success the command's event is durable at
@@ -124,7 +129,92 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return p.flow.do(ctx, p, cmd)
+	p.readAhead(cmd)
+	p.mu.Lock()
+	x, nums, err := p.queueLocked(cmd)
+	p.mu.Unlock()
+	if err != nil {
+		return Result{}, err
+	}
+	select {
+	case <-x.done:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("apppart: waiting for the event at PLog offset %d (it may still be stored): %w", x.ev.Offset, ctx.Err())
+	}
+	if x.err != nil {
+		return Result{}, x.err
+	}
+	return Result{Offset: x.ev.Offset, Numbers: nums}, nil
+}
+
+// queueLocked takes cmd's offset and numbers and queues its event for the
+// committer.
+func (p *Partition) queueLocked(cmd Command) (*pending, []isequencer.Number, error) {
+	if p.closed {
+		return nil, nil, ErrClosed
+	}
+	p.settleLocked()
+	if p.stopped != nil {
+		return nil, nil, p.stopped
+	}
+	if p.leaseExpired() {
+		return nil, nil, ErrNotLeader
+	}
+	if p.hooks.AfterLeaseCheck != nil {
+		p.hooks.AfterLeaseCheck()
+	}
+	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
+	if !ok {
+		return nil, nil, ErrBusy
+	}
+	x := &pending{done: make(chan struct{})}
+	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
+	for _, id := range cmd.Seqs {
+		n, err := p.seq.Next(id)
+		if err != nil {
+			// No event: Cancel leaves no offset empty (the next command
+			// gets this one) and needs no actualization; the numbers
+			// taken so far are issued again.
+			p.seq.Cancel()
+			return nil, nil, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
+		}
+		nums = append(nums, n)
+	}
+	p.shape.fill(&x.ev, off, cmd, nums, cmd.Payload)
+	p.seq.Flush()
+	if err := p.flow.enqueue(x); err != nil {
+		return nil, nil, err
+	}
+	return x, nums, nil
+}
+
+// settleLocked acts on a failed group write, which halted the committer
+// (committer.failure): a refusal stops the partition; after any other
+// failure the partition actualizes its sequencer (the replay decides
+// which events are durable) and resumes the committer. The committer,
+// halted, has no group write in flight, and p.mu is held, so no command
+// is between Start and enqueue: Actualize is safe
+// (isequencer.IGroupCommit's contract).
+func (p *Partition) settleLocked() {
+	o := p.flow.failure()
+	if o == nil || p.stopped != nil {
+		return
+	}
+	if o.refused() {
+		p.stopped = stoppedBy(o.cause())
+		return
+	}
+	p.seq.Actualize()
+	p.flow.resume()
+}
+
+// leaseExpired reports whether the local lease deadline has passed.
+func (p *Partition) leaseExpired() bool {
+	if p.deadline == nil {
+		return false
+	}
+	d := p.deadline()
+	return d.IsZero() || !time.Now().Before(d)
 }
 
 // readAhead reads cmd's workspace numbers, if not cached, before the
@@ -152,26 +242,26 @@ func (p *Partition) check(cmd Command) error {
 	return nil
 }
 
-// closeGrace is how long Close waits for the partition's lock (a command in
-// progress, the committer's failure path) before it cancels the sequencer
-// storage's calls in flight.
+// closeGrace is how long Close waits for the partition's lock (a command
+// taking its numbers) before it cancels the sequencer storage's calls in
+// flight.
 const closeGrace = 500 * time.Millisecond
 
-// Close stops the sequencer. Values not yet flushed are recovered from the
-// event log by the next Open. Close waits for a command in progress; if
+// Close stops the committer, failing the commands queued with ErrClosed,
+// then the sequencer. Values not yet flushed are recovered from the event
+// log by the next Open. Close waits for a command taking its numbers; if
 // that takes longer than closeGrace (a command waiting on a numbers read
 // that does not return), it cancels the sequencer storage's calls in
 // flight, which fails the command, rather than waiting out the storage
 // timeout. It does not close the storages.
 func (p *Partition) Close() error {
-	// Do holds p.mu across a numbers read (a cache miss in Next), and the
-	// committer's failure path takes p.mu. Cancelling is safe at any
-	// time: a cancelled read fails its command, and a cancelled write
-	// leaves values unflushed, which the next Open replays from the event
-	// log, as for any value cleanup drops. Without a stuck call the lock
-	// comes first and cleanup lets the last flush finish.
+	// Do holds p.mu across a numbers read (a cache miss in Next).
+	// Cancelling is safe at any time: a cancelled read fails its command,
+	// and a cancelled write leaves values unflushed, which the next Open
+	// replays from the event log, as for any value cleanup drops. Without
+	// a stuck call the lock comes first and cleanup lets the last flush
+	// finish.
 	cancelStuck := time.AfterFunc(closeGrace, p.cancelCalls)
-	// Stopped outside p.mu: the committer's failure path takes it.
 	p.flow.stop()
 	p.mu.Lock()
 	cancelStuck.Stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -13,28 +14,28 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 )
 
-// committer is a partition's command flow, in every mode: do takes a
-// command's numbers under the partition's lock and queues its event; the
-// committer's goroutine writes the queued events in groups: a group write
-// (groupLog), then Durable on the sequencer, then the commands'
-// acknowledgements. It
-// owns one goroutine, started by Open and stopped (cancelled first, then
-// waited for) by Close.
+// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default.
+const DefaultMaxGroupEvents = 128
+
+// committer is a partition's command flow after the numbers: the partition
+// queues each command's event (enqueue, under its lock, so in offset
+// order), and the committer's goroutine writes the queued events in
+// groups: a group write (groupLog), then Durable on the sequencer for the
+// group's stored prefix, then each command's answer. It owns one
+// goroutine, started by newCommitter and stopped (cancelled first, then
+// waited for) by stop.
 //
-// It reports a failed group through failed, which the partition runs
-// under its lock: it stops the partition when the failure says so, fails
-// the commands queued after the group (failQueued) and actualizes the
-// sequencer, the partition's only Actualize after Open, made while no
-// group write is in flight (isequencer.IGroupCommit's contract).
+// The committer knows nothing of the partition: it never waits for the
+// partition's lock. A group that is not wholly stored halts it (failure
+// returns the group's outcome): events queued behind the group follow
+// offsets that failed, so the committer fails every command queued while
+// it is halted, and writes nothing until its owner calls resume. A halted
+// committer has no group write in flight; that is when the partition
+// actualizes its sequencer, holding its lock, so that no command is
+// between Start and enqueue either, then resumes it (or, on a refusal,
+// stays halted: the partition stops).
 type committer struct {
-	log      groupLog
-	failed   func(err error, first, last isequencer.PLogOffset, failQueued func(error)) error
-	ep       uint64
-	durable  isequencer.IGroupCommit
-	maxGroup int
-	timeout  time.Duration
-	deadline func() time.Time // the lease's local deadline; nil: none
-	hooks    Hooks
+	cfg flowConfig
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -42,12 +43,35 @@ type committer struct {
 
 	queue *groupq.Queue[*pending]
 
-	// groups and grouped count written groups and their events, for
-	// tests and the bench.
+	mu struct {
+		sync.Mutex
+		// halted is the outcome of the group that halted the committer;
+		// nil while it writes.
+		halted *groupOutcome
+	}
+
+	// groups and events count written groups and their stored events,
+	// for tests and the bench.
 	stats struct {
 		sync.Mutex
 		groups, events int
 	}
+}
+
+// flowConfig is what a committer needs.
+type flowConfig struct {
+	// log writes a group.
+	log groupLog
+	// durable is told the next offset after each group's stored prefix.
+	durable isequencer.IGroupCommit
+	// maxGroup caps the events of one group (>= 1).
+	maxGroup int
+	// timeout bounds one group write.
+	timeout time.Duration
+	// hooks: BeforeGroupWrite and AfterGroupWrite.
+	hooks Hooks
+	// logger receives failed group writes.
+	logger *slog.Logger
 }
 
 // Hooks are called at the points of the fenced command flow where a pause
@@ -72,30 +96,98 @@ type pending struct {
 	done chan struct{}
 }
 
-func newCommitter(log groupLog, failed func(error, isequencer.PLogOffset, isequencer.PLogOffset, func(error)) error, epoch uint64, durable isequencer.IGroupCommit, maxGroup int, timeout time.Duration, deadline func() time.Time, hooks Hooks) *committer {
-	c := &committer{log: log, failed: failed, ep: epoch, durable: durable, maxGroup: maxGroup, timeout: timeout, deadline: deadline, hooks: hooks,
-		done: make(chan struct{}), queue: groupq.New[*pending]()}
+func (x *pending) finish(err error) {
+	x.err = err
+	close(x.done)
+}
+
+// groupOutcome is what the write of one group did, event by event.
+type groupOutcome struct {
+	// first and last are the group's offsets.
+	first, last isequencer.PLogOffset
+	// errs[i] is event i's outcome, as groupLog reports it: nil stored,
+	// refused (plog.ErrConflict, plog.ErrFenced), else unknown.
+	errs []error
+	// stored is the length of the group's stored prefix: errs[:stored]
+	// are nil, and events from the first failed one on are not durable.
+	stored int
+}
+
+// ok reports that every event of the group is stored.
+func (o *groupOutcome) ok() bool { return o.stored == len(o.errs) }
+
+// cause is the first failed event's error (nil if ok).
+func (o *groupOutcome) cause() error {
+	if o.ok() {
+		return nil
+	}
+	return o.errs[o.stored]
+}
+
+// failedAt is the first failed event's offset.
+func (o *groupOutcome) failedAt() isequencer.PLogOffset {
+	return o.first + isequencer.PLogOffset(o.stored)
+}
+
+// refused reports that the first failed event was refused: the partition
+// stops.
+func (o *groupOutcome) refused() bool { return refused(o.cause()) }
+
+// err is the error behind the failures of a failed group's commands and
+// of the commands queued behind it.
+func (o *groupOutcome) err() error {
+	first, last, cause := o.failedAt(), o.last, o.cause()
+	if o.refused() {
+		return fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, stoppedBy(cause))
+	}
+	return fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, cause)
+}
+
+// stoppedBy is the error of a partition stopped by the refusal err.
+func stoppedBy(err error) error { return fmt.Errorf("%w: %w", ErrStopped, err) }
+
+// refused reports a write error that refused the event (and stops the
+// partition).
+func refused(err error) bool {
+	return errors.Is(err, plog.ErrFenced) || errors.Is(err, plog.ErrConflict)
+}
+
+func newCommitter(cfg flowConfig) *committer {
+	c := &committer{cfg: cfg, done: make(chan struct{}), queue: groupq.New[*pending]()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
 	return c
 }
 
-// leaseExpired reports whether the local lease deadline has passed.
-func (c *committer) leaseExpired() bool {
-	if c.deadline == nil {
-		return false
-	}
-	d := c.deadline()
-	return d.IsZero() || !time.Now().Before(d)
-}
-
-// enqueue hands a flushed transaction's event to the committer. Called
-// under the partition's lock, so events arrive in offset order.
+// enqueue hands a flushed transaction's event to the committer. The caller
+// serialises its calls in offset order.
 func (c *committer) enqueue(x *pending) error {
 	if !c.queue.Put(x) {
 		return ErrClosed
 	}
 	return nil
+}
+
+// failure returns the outcome of the group that halted the committer, or
+// nil while it writes.
+func (c *committer) failure() *groupOutcome {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mu.halted
+}
+
+// resume makes a halted committer write again, after it failed every
+// command queued so far (their offsets follow the failed group's). The
+// caller enqueues nothing concurrently.
+func (c *committer) resume() {
+	c.mu.Lock()
+	o := c.mu.halted
+	queued := c.queue.Drain()
+	c.mu.halted = nil
+	c.mu.Unlock()
+	if o != nil {
+		failBehind(queued, o.err())
+	}
 }
 
 // stop stops the goroutine and fails what is still queued with ErrClosed.
@@ -108,34 +200,89 @@ func (c *committer) stop() {
 	}
 }
 
-func (x *pending) finish(err error) {
-	x.err = err
-	close(x.done)
-}
-
 // run is the committer's goroutine. It paces itself as storage/boltdb's
 // committer does (groupq.Pacer): after a group it waits for the commands
 // it acknowledged to come back, so that closed-loop clients share a group
-// instead of alternating. Clients read a cold workspace ahead before they
-// queue, so it learns how long they take to come back (Learn), up to
-// maxGather or the last commit's duration, whichever is longer.
+// instead of alternating, but never once a whole group is queued. Clients
+// read a cold workspace ahead before they queue, so it learns how long
+// they take to come back (Learn), up to maxGather or the last commit's
+// duration, whichever is longer.
 func (c *committer) run() {
 	defer close(c.done)
-	pace := groupq.Pacer{Learn: true, Max: maxGather}
+	pace := groupq.Pacer{Learn: true, Max: maxGather, Full: c.cfg.maxGroup}
 	for {
+		if c.failHalted() {
+			if !c.sleep() {
+				return
+			}
+			continue
+		}
 		c.queue.Gather(&pace, c.ctx.Done())
 		group := c.take()
 		if group == nil {
-			select {
-			case <-c.ctx.Done():
+			if !c.sleep() {
 				return
-			case <-c.queue.Signal():
 			}
 			continue
 		}
 		began := time.Now()
-		c.write(group)
+		o := c.write(group)
+		if !o.ok() {
+			c.halt(o)
+		}
+		c.answer(group, o)
 		pace.Committed(began, len(group), c.queue.Len())
+	}
+}
+
+// sleep waits until the queue grows; false once the committer is stopped.
+func (c *committer) sleep() bool {
+	select {
+	case <-c.ctx.Done():
+		return false
+	case <-c.queue.Signal():
+		return true
+	}
+}
+
+// halt stops the committer at the failed group o and fails the commands
+// queued behind it.
+func (c *committer) halt(o *groupOutcome) {
+	if o.refused() {
+		c.cfg.logger.Error("apppart: group write refused, partition stopped",
+			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", o.cause())
+	} else {
+		c.cfg.logger.Warn("apppart: group write failed, actualizing",
+			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", o.cause())
+	}
+	c.mu.Lock()
+	c.mu.halted = o
+	c.mu.Unlock()
+	c.failHalted()
+}
+
+// failHalted fails every queued command if the committer is halted, and
+// reports whether it is.
+func (c *committer) failHalted() bool {
+	c.mu.Lock()
+	o := c.mu.halted
+	var queued []*pending
+	if o != nil {
+		queued = c.queue.Drain()
+	}
+	c.mu.Unlock()
+	if o == nil {
+		return false
+	}
+	failBehind(queued, o.err())
+	return true
+}
+
+// failBehind fails the commands queued behind a failed group: their
+// offsets follow the failed ones and their numbers are not used.
+func failBehind(queued []*pending, err error) {
+	for _, x := range queued {
+		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, err))
 	}
 }
 
@@ -145,7 +292,7 @@ func (c *committer) take() []*pending {
 	group, _ := c.queue.Take(func(q []*pending) int {
 		block := q[0].ev.Offset / plog.EventsPerPartition
 		n := 1
-		for n < len(q) && n < c.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block {
+		for n < len(q) && n < c.cfg.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block {
 			n++
 		}
 		return n
@@ -153,44 +300,48 @@ func (c *committer) take() []*pending {
 	return group
 }
 
-func (c *committer) write(group []*pending) {
+// write writes group, reports its stored prefix durable and returns its
+// outcome.
+func (c *committer) write(group []*pending) *groupOutcome {
 	events := make([]*plog.Event, len(group))
 	for i, x := range group {
 		events[i] = &x.ev
 	}
-	first, last := group[0].ev.Offset, group[len(group)-1].ev.Offset
-	if c.hooks.BeforeGroupWrite != nil {
-		c.hooks.BeforeGroupWrite(first, last)
+	o := &groupOutcome{first: group[0].ev.Offset, last: group[len(group)-1].ev.Offset, errs: make([]error, len(group))}
+	if c.cfg.hooks.BeforeGroupWrite != nil {
+		c.cfg.hooks.BeforeGroupWrite(o.first, o.last)
 	}
-	errs := make([]error, len(group))
-	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
-	c.log.writeGroup(ctx, events, errs)
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.timeout)
+	c.cfg.log.writeGroup(ctx, events, o.errs)
 	cancel()
-	// stored: the durable prefix of the group.
-	stored := slices.IndexFunc(errs, func(err error) bool { return err != nil })
-	if stored < 0 {
-		stored = len(group)
-		if c.hooks.AfterGroupWrite != nil {
-			c.hooks.AfterGroupWrite(first, last)
+	o.stored = slices.IndexFunc(o.errs, func(err error) bool { return err != nil })
+	if o.stored < 0 {
+		o.stored = len(group)
+		if c.cfg.hooks.AfterGroupWrite != nil {
+			c.cfg.hooks.AfterGroupWrite(o.first, o.last)
 		}
 	}
-	if stored > 0 {
-		c.durable.Durable(group[stored-1].ev.Offset + 1)
+	if o.stored > 0 {
+		c.cfg.durable.Durable(group[o.stored-1].ev.Offset + 1)
 	}
-	if stored == len(group) {
+	return o
+}
+
+// answer gives every command of group its own event's outcome. An event
+// stored after one whose outcome is unknown may lie beyond a gap that the
+// replay stops at: its outcome is unknown too.
+func (c *committer) answer(group []*pending, o *groupOutcome) {
+	if o.ok() {
 		c.count(len(group))
 		for _, x := range group {
 			x.finish(nil)
 		}
 		return
 	}
-	// Every command gets its own event's outcome. An event stored after
-	// one whose outcome is unknown may lie beyond a gap that the replay
-	// stops at: its outcome is unknown too.
-	err := c.failed(errs[stored], group[stored].ev.Offset, last, c.failQueued)
+	err := o.err()
 	gap, ok := false, 0
 	for i, x := range group {
-		off, werr := x.ev.Offset, errs[i]
+		off, werr := x.ev.Offset, o.errs[i]
 		switch {
 		case werr == nil && !gap:
 			ok++
@@ -211,12 +362,6 @@ func (c *committer) write(group []*pending) {
 // shorter than it: about a numbers read ahead on a remote store.
 const maxGather = 15 * time.Millisecond
 
-// refused reports a write error that refused the event (and stops the
-// partition).
-func refused(err error) bool {
-	return errors.Is(err, plog.ErrFenced) || errors.Is(err, plog.ErrConflict)
-}
-
 func (c *committer) count(events int) {
 	if events == 0 {
 		return
@@ -227,112 +372,9 @@ func (c *committer) count(events int) {
 	c.stats.Unlock()
 }
 
-// failQueued fails every command queued after a failed group: their
-// offsets follow the failed ones and their numbers are not used.
-func (c *committer) failQueued(err error) {
-	for _, x := range c.queue.Drain() {
-		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, err))
-	}
-}
-
-// groupFailed is the committer's failure report (committer.failed), run
-// from its goroutine: err is the first failed event's (at offset first
-// of the group ending at last). It stops the partition on a refusal,
-// fails the commands queued behind the group and actualizes: the replay
-// decides which events are durable. It returns the error behind the
-// failures.
-func (p *Partition) groupFailed(err error, first, last isequencer.PLogOffset, failQueued func(error)) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var werr error
-	if refused(err) {
-		if p.stopped == nil {
-			p.stopped = fmt.Errorf("%w: %w", ErrStopped, err)
-		}
-		p.logger.Error("apppart: group write refused, partition stopped",
-			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
-		werr = fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, p.stopped)
-	} else {
-		p.logger.Warn("apppart: group write failed, actualizing",
-			"plog_offsets", fmt.Sprintf("%d-%d", first, last), "err", err)
-		werr = fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, err)
-	}
-	failQueued(werr)
-	// No command is between Start and enqueue (they hold p.mu) and no
-	// group is in flight (the committer's goroutine runs this): Actualize
-	// is safe.
-	if !p.closed {
-		p.seq.Actualize()
-	}
-	return werr
-}
-
-// epoch returns the partition's ownership epoch in fenced mode (0 in the
-// trust modes).
-func (c *committer) epoch() uint64 { return c.ep }
-
 // groupStats returns the number of groups written and their events.
 func (c *committer) groupStats() (groups, events int) {
 	c.stats.Lock()
 	defer c.stats.Unlock()
 	return c.stats.groups, c.stats.events
-}
-
-// do runs a command of a partition that writes in groups: the command
-// takes its numbers under the partition's lock, queues its event and waits
-// for its group.
-func (c *committer) do(ctx context.Context, p *Partition, cmd Command) (Result, error) {
-	p.readAhead(cmd)
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return Result{}, ErrClosed
-	}
-	if p.stopped != nil {
-		err := p.stopped
-		p.mu.Unlock()
-		return Result{}, err
-	}
-	if c.leaseExpired() {
-		p.mu.Unlock()
-		return Result{}, ErrNotLeader
-	}
-	if c.hooks.AfterLeaseCheck != nil {
-		c.hooks.AfterLeaseCheck()
-	}
-	off, ok := p.seq.Start(cmd.WSKind, cmd.WSID)
-	if !ok {
-		p.mu.Unlock()
-		return Result{}, ErrBusy
-	}
-	x := &pending{done: make(chan struct{})}
-	nums := make([]isequencer.Number, 0, len(cmd.Seqs))
-	for _, id := range cmd.Seqs {
-		n, err := p.seq.Next(id)
-		if err != nil {
-			// No event: Cancel leaves no offset empty (the next command
-			// gets this one) and needs no actualization; the numbers
-			// taken so far are issued again.
-			p.seq.Cancel()
-			p.mu.Unlock()
-			return Result{}, fmt.Errorf("apppart: WSID %d SeqID %d: %w", cmd.WSID, id, err)
-		}
-		nums = append(nums, n)
-	}
-	p.shape.fill(&x.ev, off, cmd, nums, cmd.Payload)
-	p.seq.Flush()
-	err := c.enqueue(x)
-	p.mu.Unlock()
-	if err != nil {
-		return Result{}, err
-	}
-	select {
-	case <-x.done:
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("apppart: waiting for the event at PLog offset %d (it may still be stored): %w", off, ctx.Err())
-	}
-	if x.err != nil {
-		return Result{}, x.err
-	}
-	return Result{Offset: off, Numbers: nums}, nil
 }

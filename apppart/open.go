@@ -55,9 +55,10 @@ type OpenOptions struct {
 	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
 	// not depend on it. nil: no lease check.
 	LeaseDeadline func() time.Time
-	// MaxGroupEvents caps the events of one group write. Default 128; 1
-	// writes each command's event alone (the commands still overlap: one
-	// is written while the next takes its numbers), to compare with.
+	// MaxGroupEvents caps the events of one group write. Default
+	// DefaultMaxGroupEvents; 1 writes each command's event alone (the
+	// commands still overlap: one is written while the next takes its
+	// numbers), to compare with.
 	MaxGroupEvents int
 	// Hooks pause points of the command flow, for tests only.
 	Hooks Hooks
@@ -92,10 +93,6 @@ func (o *OpenOptions) EnsureDefaults() {
 		o.Sequencer.Logger = o.Logger
 	}
 }
-
-// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default: the
-// FencedWriter's.
-const DefaultMaxGroupEvents = plog.DefaultMaxGroupEvents
 
 // Validate reports every problem of o at once. Call it after
 // EnsureDefaults. The options passed on to the sequencer, seqstorage and
@@ -196,22 +193,28 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	p := &Partition{
-		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
-		logger: o.Logger,
-		seq:    seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
-	}
 	var log groupLog = trustLog{w}
 	if fenced {
 		log = fencedLog{fw}
 	}
-	p.flow = newCommitter(log, p.groupFailed, epoch, p.seq, o.MaxGroupEvents, o.WriteTimeout, o.LeaseDeadline, o.Hooks)
+	p := &Partition{
+		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
+		logger: o.Logger, mode: o.Mode, epoch: own.Owner.Epoch(), deadline: o.LeaseDeadline, hooks: o.Hooks,
+		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
+		flow: newCommitter(flowConfig{
+			log: log, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
+			hooks: o.Hooks, logger: o.Logger,
+		}),
+	}
 	return p, nil
 }
 
 // Epoch returns the partition's ownership epoch in fenced mode, else 0.
 func (p *Partition) Epoch() uint64 {
-	return p.flow.epoch()
+	if p.mode != plog.ModeFenced {
+		return 0
+	}
+	return p.epoch
 }
 
 // GroupStats returns, for a partition that writes in groups, the number of
