@@ -10,14 +10,15 @@ import "fmt"
 //	trust1   InsertIfNotExists               Put
 //	trust2   Put                             Put
 //	fenced   one conditional batch per       Put, after the events
-//	         group, on the block's fence
+//	         chunk, on the block's fence
 //
 // trust0 detects any key reuse (a sequencing bug or two writers of one
 // partition) at the price of a lightweight transaction per event and per
 // record partition; trust2 trusts the sequencer and overwrites. fenced
 // (FencedWriter, not Writer) keeps trust0's guarantee against a deposed
-// owner at one lightweight transaction per group of events. The zero Mode
-// is ModeTrust0, the safest of the per-event modes.
+// owner at one lightweight transaction per chunk of a group (see
+// GroupWriter). The zero Mode is ModeTrust0, the safest of the per-event
+// modes.
 type Mode uint8
 
 const (
