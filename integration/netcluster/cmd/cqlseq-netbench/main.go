@@ -21,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cqlseq/cqlseq/internal/stats"
 	"io"
 	"os"
 	"os/exec"
@@ -368,18 +369,6 @@ func dropKeyspace(hosts []string, ks string) {
 	}
 }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // printTable prints, per profile and partition count, each mode's median
 // commands/s, p50 and p99, and its time per command relative to trust2's
 // (trust2's commands/s over the mode's: at the same number of clients the
@@ -416,9 +405,9 @@ func printTable(w io.Writer, c config, all []result, rtts []profileRTT) {
 				}
 			}
 		}
-		m := result{Profile: r.Profile, Mode: r.Mode, Partitions: r.Partitions, PerSecond: median(ps), P50: median(p50), P99: median(p99), Errors: errs}
+		m := result{Profile: r.Profile, Mode: r.Mode, Partitions: r.Partitions, PerSecond: stats.Median(ps), P50: stats.Median(p50), P99: stats.Median(p99), Errors: errs}
 		if len(cpu) > 0 {
-			v := median(cpu)
+			v := stats.Median(cpu)
 			m.NodeCPUMs = &v
 		}
 		med[k] = m

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cqlseq/cqlseq/internal/stats"
 	"io"
 	"os"
 	"os/exec"
@@ -31,7 +32,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -225,17 +225,6 @@ type prefixed struct{}
 
 func (prefixed) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // benchMetric collects a metric's values from go test -bench output, per
 // benchmark whose name starts with prefix.
 func benchMetric(out []byte, prefix, unit string) []float64 {
@@ -280,8 +269,8 @@ func coreMeasure(ctx context.Context, c config) ([]measured, error) {
 		return nil, fmt.Errorf("go test -bench: want %d results of each, got %d and %d", c.count, len(seq), len(rec))
 	}
 	return []measured{
-		{figure: fmt.Sprintf("%.0f ns (median of %d)", median(seq), len(seq))},
-		{figure: fmt.Sprintf("%.0f ms (median of %d)", median(rec)/1e6, len(rec))},
+		{figure: fmt.Sprintf("%.0f ns (median of %d)", stats.Median(seq), len(seq))},
+		{figure: fmt.Sprintf("%.0f ms (median of %d)", stats.Median(rec)/1e6, len(rec))},
 	}, nil
 }
 

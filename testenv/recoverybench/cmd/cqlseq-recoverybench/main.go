@@ -32,6 +32,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cqlseq/cqlseq/internal/stats"
 	"io"
 	"log/slog"
 	"os"
@@ -215,7 +216,7 @@ func run(args []string) error {
 		for _, what := range []string{"open", "actualize"} {
 			for _, v := range vs {
 				k := key{v.name, f, what}
-				fmt.Printf("%-8s %-10s %-12s wall %6.2f s  peak RSS %4d MiB\n", f, what, v.name, median(walls[k]).Seconds(), median(rsss[k])>>10)
+				fmt.Printf("%-8s %-10s %-12s wall %6.2f s  peak RSS %4d MiB\n", f, what, v.name, stats.Median(walls[k]).Seconds(), stats.Median(rsss[k])>>10)
 			}
 		}
 	}
@@ -237,15 +238,6 @@ func summary(out string) string {
 		}
 	}
 	return ""
-}
-
-func median[T int64 | time.Duration](xs []T) T {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // child runs bin with args and returns its wall time, peak RSS (KiB) and
