@@ -182,7 +182,7 @@ func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
 		return fill(err)
 	}
 	c := chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes}
-	for from, to := range c.chunks(events, func(i int) int { return len(w.enc(i)) }) {
+	for from, to := range c.chunks(events, func(i int) int { return BatchBytes(events[i], len(w.enc(i))) }) {
 		if err := w.writeChunkLocked(ctx, events[from:to], from); err != nil {
 			for i := from; i < to; i++ {
 				errs[i] = err

@@ -25,6 +25,10 @@ func TestFencedGroupCaps(t *testing.T) {
 	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.GroupCaps(t, st, 1) })
 }
 
+func TestLargeGroups(t *testing.T) {
+	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.LargeGroups(t, st, 1) })
+}
+
 func TestFencedSecondOwner(t *testing.T) {
 	drivertest.EachPath(t, func(t *testing.T, st storage.Storage) { plogtest.SecondOwner(t, st, 1) })
 }

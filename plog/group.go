@@ -88,7 +88,7 @@ func (w *Writer) putGroupLocked(ctx context.Context, events []*Event, encs [][]b
 	part := w.o.Partition
 	var eg errgroup.Group // not WithContext: one chunk's error cancels no other
 	eg.SetLimit(maxChunksInFlight)
-	for from, to := range w.chunker().chunks(events, func(i int) int { return len(encs[i]) }) {
+	for from, to := range w.chunker().chunks(events, func(i int) int { return BatchBytes(events[i], len(encs[i])) }) {
 		var rows []storage.Row
 		nrec := 0
 		for i, e := range events[from:to] {
@@ -142,7 +142,7 @@ func (w *Writer) writeGroupLocked(ctx context.Context, events []*Event, encs [][
 // ApplyBatchesIf per chunk, in order, while every event so far is stored
 // (see applyChunkLocked); a record conflict fails its own event only.
 func (w *Writer) applyGroupLocked(ctx context.Context, ma storage.MultiApplier, events []*Event, encs [][]byte, errs []error) {
-	for from, to := range w.chunker().chunks(events, func(i int) int { return len(encs[i]) }) {
+	for from, to := range w.chunker().chunks(events, func(i int) int { return BatchBytes(events[i], len(encs[i])) }) {
 		if failed := w.applyChunkLocked(ctx, ma, events[from:to], encs[from:to], errs[from:to]); failed >= 0 {
 			w.failAfter(events, errs, from+failed, to)
 			return
@@ -241,7 +241,7 @@ func (w *Writer) encodeGroup(events []*Event) ([][]byte, error) {
 // returns how many (a prefix) are stored; it sets the errs of the others.
 func (w *Writer) insertEventsLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) int {
 	part := w.o.Partition
-	for i, j := range w.chunker().chunks(events, func(i int) int { return len(encs[i]) }) {
+	for i, j := range w.chunker().chunks(events, func(i int) int { return BatchBytes(events[i], len(encs[i])) }) {
 		pKey := EventPKey(part, events[i].Offset)
 		conds := make([]storage.Condition, 0, j-i)
 		rows := make([]storage.Row, 0, j-i)

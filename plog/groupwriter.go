@@ -103,16 +103,27 @@ func notWritten(part, e, failedAt uint64, cause error) error {
 	return fmt.Errorf("%w: partition %d offset %d: after offset %d failed: %w", ErrNotWritten, part, e, failedAt, cause)
 }
 
+// BatchBytes is what event e, encoded in encLen bytes (AppendEncoded), and its records add
+// to a batch as Cassandra measures one against batch_size_fail_threshold
+// (the data size of its rows: clustering, liveness timestamp, and each
+// cell's value and timestamp; partition keys are not counted): the event
+// row and one row per record (an 8-byte ID and an 8-byte offset). The
+// records count even where they go in a batch of their own, so a chunk's
+// batches are never larger than this.
+func BatchBytes(e *Event, encLen int) int {
+	const row = 8 + 8 + 8 // clustering, liveness timestamp, cell timestamp
+	return encLen + row + len(e.Records)*(row+8)
+}
+
 // Defaults of WriterOptions' and FencedWriterOptions' caps of a chunk.
 const (
 	// DefaultMaxGroupEvents caps the events of one chunk high enough that
-	// DefaultMaxGroupBytes binds first for every event of at least 32
-	// bytes (a few numbers and records and a short payload): the byte cap
-	// is the store's limit, the events cap only bounds the rows of one
-	// batch of tiny events.
+	// DefaultMaxGroupBytes binds first for every event that adds at least
+	// 32 bytes to a batch (every event does: BatchBytes): the byte cap is
+	// the store's limit, the events cap only bounds the rows of one batch.
 	DefaultMaxGroupEvents = 1024
-	// DefaultMaxGroupBytes keeps one batch on the PLog block's partition
-	// well below Cassandra's default batch_size_fail_threshold of 50 KiB.
+	// DefaultMaxGroupBytes keeps one batch (BatchBytes) well below
+	// Cassandra's default batch_size_fail_threshold of 50 KiB.
 	DefaultMaxGroupBytes = 32 << 10
 )
 
@@ -133,9 +144,9 @@ func validateCaps(maxEvents, maxBytes int) []error {
 }
 
 // chunks yields the [from, to) ranges of a group of events whose event i
-// encodes to size(i) bytes, in order: each at least one event, all in one
-// PLog block, at most maxEvents events and, unless one event alone, at
-// most maxBytes. Both writers split every group with it.
+// adds size(i) bytes to a batch (BatchBytes), in order: each at least one
+// event, all in one PLog block, at most maxEvents events and, unless one
+// event alone, at most maxBytes. Both writers split every group with it.
 func (o chunker) chunks(events []*Event, size func(i int) int) iter.Seq2[int, int] {
 	return func(yield func(int, int) bool) {
 		for i := 0; i < len(events); {

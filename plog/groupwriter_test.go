@@ -171,7 +171,7 @@ func eventSize(t *testing.T) int {
 		b, _ := AppendEncoded(nil, e)
 		require.Len(t, b, len(enc), "evenGroup's events encode to one size")
 	}
-	return len(enc)
+	return BatchBytes(g[0], len(enc))
 }
 
 // offsets returns the offsets from..to.

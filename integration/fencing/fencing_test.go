@@ -45,6 +45,11 @@ func TestGroupCaps(t *testing.T) {
 	plogtest.GroupCaps(t, open(t), part())
 }
 
+func TestLargeGroups(t *testing.T) {
+	itest.NoLeaks(t)
+	plogtest.LargeGroups(t, open(t), part())
+}
+
 func TestSecondOwner(t *testing.T) {
 	itest.NoLeaks(t)
 	plogtest.SecondOwner(t, open(t), part())

@@ -1,9 +1,11 @@
 package plogtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,7 +69,7 @@ func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	// Byte cap: events of offsets 11..19 encode to the same size.
 	enc, err := plog.AppendEncoded(nil, Event(o1, 11))
 	require.NoError(t, err)
-	size := len(enc)
+	size := plog.BatchBytes(Event(o1, 11), len(enc))
 	w = NewWriter(t, rec, part, 1, 0, 2*size+size/2)
 	require.NoError(t, w.WriteGroup(ctx, Group(o1, 11, 5)))
 	batches, _ = rec.Take()
@@ -509,4 +511,46 @@ func RaceTakeover(t *testing.T, stA, stB storage.Storage, part isequencer.Partit
 	}
 	assert.Subset(t, offsets(log), bAcked)
 	assert.Subset(t, offsets(log), aAcked)
+}
+
+// LargeGroups: groups far larger than one batch, of events that cost a
+// batch much (a 300-byte payload, three numbers and three records each),
+// are stored whole by every writer with the default caps (trust 2, trust
+// 0 and fenced, each in a PLog block of its own): no batch the writers send
+// is one the store refuses as too large (Cassandra's
+// batch_size_fail_threshold, 50 KiB by default).
+func LargeGroups(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
+	ctx := context.Background()
+	const n = 1500
+	trust2, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust2})
+	require.NoError(t, err)
+	trust0, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust0})
+	require.NoError(t, err)
+	for i, w := range []plog.GroupWriter{trust2, trust0, NewWriter(t, st, part, 1, 0, 0)} {
+		owner := OwnerOf(part, 100+i)
+		from := isequencer.PLogOffset(4096 * (i + 1))
+		group := make([]*plog.Event, n)
+		for k := range group {
+			off := from + isequencer.PLogOffset(k)
+			id := plog.RecordID(3 * off)
+			group[k] = &plog.Event{
+				Offset: off, WSID: owner, WSKind: 1, WLogOffset: uint64(off),
+				Numbers: []plog.SeqNumber{{SeqID: 1, Number: isequencer.Number(off)}, {SeqID: 2, Number: isequencer.Number(id)}, {SeqID: 3, Number: 1 << 40}},
+				Records: []plog.RecordID{id, id + 1, id + 2},
+				Payload: bytes.Repeat([]byte{'p'}, 300),
+			}
+		}
+		require.NoError(t, w.WriteGroup(ctx, group), "writer %d", i)
+		r, err := plog.NewReader(st, plog.ReaderOptions{})
+		require.NoError(t, err)
+		read := 0
+		require.NoError(t, r.ReadEvents(ctx, part, from, func(e *plog.Event) error {
+			if e.WSID != owner || e.Offset != from+isequencer.PLogOffset(read) {
+				return fmt.Errorf("offset %d: WSID %d, want %d at offset %d", e.Offset, e.WSID, owner, from+isequencer.PLogOffset(read))
+			}
+			read++
+			return nil
+		}), "writer %d", i)
+		assert.Equal(t, n, read, "writer %d: events read back", i)
+	}
 }
