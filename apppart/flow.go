@@ -227,11 +227,14 @@ func (c *committer) run() {
 		}
 		began := time.Now()
 		o := c.write(group)
+		// Counted before the answers: a command answered may queue
+		// again at once, and would be expected twice.
+		queued := c.queue.Len()
 		if !o.ok() {
 			c.halt(o)
 		}
 		c.answer(group, o)
-		pace.Committed(began, len(group), c.queue.Len())
+		pace.Committed(began, len(group), queued)
 	}
 }
 

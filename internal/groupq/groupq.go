@@ -140,7 +140,10 @@ type Pacer struct {
 const DefaultMaxGather = 5 * time.Millisecond
 
 // Committed records a commit that began at began, answered answered
-// requests and returned just now, with queued requests waiting.
+// requests and returned just now, with queued requests waiting. queued
+// is the queue's length before the answers went out: a writer answered may
+// queue its next request at once, and counted in queued too it would be
+// expected twice, so that Gather waits out its deadline.
 func (p *Pacer) Committed(began time.Time, answered, queued int) {
 	now := time.Now()
 	p.expect = answered + queued
