@@ -14,8 +14,12 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 )
 
-// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default.
-const DefaultMaxGroupEvents = 128
+// DefaultMaxGroupEvents is OpenOptions.MaxGroupEvents's default: the
+// events of one group write are at most one PLog block's
+// (plog.EventsPerPartition), which also bounds the memory of a group
+// (its events and their commands) to a block's events. plog splits a group
+// into chunks by the store's limits.
+const DefaultMaxGroupEvents = plog.EventsPerPartition
 
 // committer is a partition's command flow after the numbers: the partition
 // queues each command's event (enqueue, under its lock, so in offset

@@ -55,7 +55,10 @@ type OpenOptions struct {
 	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
 	// not depend on it. nil: no lease check.
 	LeaseDeadline func() time.Time
-	// MaxGroupEvents caps the events of one group write. Default
+	// MaxGroupEvents caps the events of one group write of the command
+	// flow: a group holds the events queued when the committer takes it,
+	// up to the cap and the end of their PLog block, and the event log
+	// splits it into chunks by the store's limits. Default
 	// DefaultMaxGroupEvents; 1 writes each command's event alone (the
 	// commands still overlap: one is written while the next takes its
 	// numbers), to compare with.
