@@ -35,8 +35,9 @@ func BenchmarkGroupCommitBBolt(b *testing.B) {
 
 // BenchmarkFlowDelayed runs the flow over an in-memory store whose every
 // call takes 5 ms and which offers no optional capability (a remote
-// store's round trip, as CQL's), 1 partition x 16 clients, every mode,
-// with a warm and a cold cache (appparttest.RunDelayedFlowBenchmarks).
+// store's round trip, as CQL's), 1 partition x 16 clients (and 64, 128,
+// 256: .../<clients>), every mode, with a warm and a cold cache
+// (appparttest.RunDelayedFlowBenchmarks).
 func BenchmarkFlowDelayed(b *testing.B) {
 	appparttest.RunDelayedFlowBenchmarks(b, mem.New(mem.Options{}), 5*time.Millisecond)
 }

@@ -195,29 +195,38 @@ func runFlowWith(b *testing.B, r flowRun) {
 	// Warm up: one command per workspace (the first waits out the initial
 	// actualization), so that the timed commands measure the steady state
 	// rather than one cold storage read each. Without it, one command per
-	// partition waits out the actualization.
+	// partition waits out the actualization. The clients of a partition
+	// share its workspaces.
 	var warm sync.WaitGroup
-	warmErr := make(chan error, parts)
+	warmErr := make(chan error, parts*clients)
 	for i, p := range ps {
 		warm.Add(1)
 		go func() {
 			defer warm.Done()
-			n := 1
-			if r.warm {
-				n = r.workspaces
+			if _, err := Do(b, p, Cmd(WS(ids[i], 1))); err != nil || !r.warm {
+				warmErr <- err
+				return
 			}
-			for w := range n {
-				if _, err := Do(b, p, Cmd(WS(ids[i], w+1))); err != nil {
-					warmErr <- err
-					return
-				}
+			for c := range clients {
+				warm.Add(1)
+				go func() {
+					defer warm.Done()
+					for w := 1 + c; w < r.workspaces; w += clients {
+						if _, err := Do(b, p, Cmd(WS(ids[i], w+1))); err != nil {
+							warmErr <- err
+							return
+						}
+					}
+				}()
 			}
 		}()
 	}
 	warm.Wait()
 	close(warmErr)
-	if err := <-warmErr; err != nil {
-		b.Fatal(err)
+	for err := range warmErr {
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
 	workers := parts * clients
 	lat := make([][]time.Duration, workers)

@@ -123,31 +123,45 @@ func (d *DelayedStorage) QueryTTL(ctx context.Context, pKey, cCols []byte) (time
 func (d *DelayedStorage) Close() error { return nil }
 
 // DelayedClients is the number of clients of RunDelayedFlowBenchmarks'
-// partition.
+// partition in the runs named without a client count.
 const DelayedClients = 16
 
-// RunDelayedFlowBenchmarks runs the flow on one partition with
-// DelayedClients clients over st wrapped in a DelayedStorage of delay, in
-// every mode, with a warm cache (200 workspaces, all cached) and a cold one
-// (10,000 workspaces, a cache of 8: every command misses); and, to compare
-// with, each mode with OpenOptions.MaxGroupEvents 1 (every event written
-// alone, the commands still overlapping); and a lone client per mode (its
-// latency against the delay). Besides cmds/s and latency it
-// reports limit, the fraction of the closed-loop limit
-// DelayedClients/delay, and rt/op, the store's calls per command.
+// DelayedScaleClients are the client counts RunDelayedFlowBenchmarks also
+// runs each mode with (named .../<clients>), to show how the flow scales
+// with its clients.
+var DelayedScaleClients = []int{64, 128, 256}
+
+// RunDelayedFlowBenchmarks runs the flow on one partition over st wrapped
+// in a DelayedStorage of delay, in every mode, with a warm cache (200
+// workspaces, all cached) and a cold one (10,000 workspaces, a cache of 8:
+// every command misses): with DelayedClients clients (Delayed/warm/trust2)
+// and with each of DelayedScaleClients (Delayed/warm/trust2/64); and, to
+// compare with, each mode with DelayedClients clients and
+// OpenOptions.MaxGroupEvents 1 (every event written alone, the commands
+// still overlapping); and a lone client per mode (its latency against the
+// delay). Besides cmds/s and latency it reports limit, the fraction of the
+// closed-loop limit clients/delay, and rt/op, the store's calls per
+// command.
 func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Duration) {
 	type flow struct {
 		mode     plog.Mode
 		maxGroup int
+		clients  int
 		name     string
 	}
+	modes := []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0, plog.ModeFenced}
 	var flows []flow
-	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0, plog.ModeFenced} {
-		flows = append(flows, flow{m, 0, m.String()}, flow{m, 1, m.String() + "/maxgroup1"})
+	for _, m := range modes {
+		flows = append(flows, flow{m, 0, DelayedClients, m.String()}, flow{m, 1, DelayedClients, m.String() + "/maxgroup1"})
+	}
+	for _, clients := range DelayedScaleClients {
+		for _, m := range modes {
+			flows = append(flows, flow{m, 0, clients, fmt.Sprintf("%s/%d", m, clients)})
+		}
 	}
 	// A lone client, warm: its latency (p50) against the delay, the
 	// round trips its command waits for.
-	for _, m := range []plog.Mode{plog.ModeTrust2, plog.ModeTrust1, plog.ModeTrust0, plog.ModeFenced} {
+	for _, m := range modes {
 		b.Run("Delayed/lone/"+m.String(), func(b *testing.B) {
 			d := NewDelayedStorage(st, delay)
 			var calls0 int64
@@ -160,7 +174,7 @@ func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Durat
 		for _, f := range flows {
 			b.Run(fmt.Sprintf("Delayed/%s/%s", cache, f.name), func(b *testing.B) {
 				d := NewDelayedStorage(st, delay)
-				r := flowRun{st: d, mode: f.mode, parts: 1, clients: DelayedClients, workspaces: 200, warm: true}
+				r := flowRun{st: d, mode: f.mode, parts: 1, clients: f.clients, workspaces: 200, warm: true}
 				cacheSize := 0
 				if cache == "cold" {
 					r.workspaces, r.warm = 10_000, false
@@ -176,7 +190,7 @@ func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Durat
 				r.started = func() { calls0 = d.Calls() }
 				runFlowWith(b, r)
 				b.ReportMetric(float64(d.Calls()-calls0)/float64(b.N), "rt/op")
-				limit := float64(DelayedClients) / delay.Seconds()
+				limit := float64(f.clients) / delay.Seconds()
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/limit, "limit")
 			})
 		}
