@@ -9,8 +9,8 @@ import (
 
 // Sentinel errors; compare with errors.Is.
 var (
-	// ErrInvalidLayout: the bit split does not add up to 63 or a field is
-	// out of bounds. It wraps storage.ErrInvalidArgument.
+	// ErrInvalidLayout: the bit split does not add up to the layout's Bits
+	// (63 by default) or a field is out of bounds. It wraps storage.ErrInvalidArgument.
 	ErrInvalidLayout = fmt.Errorf("timeshard: invalid layout: %w", storage.ErrInvalidArgument)
 
 	// ErrInvalidOptions: another Options field is bad. It wraps

@@ -9,6 +9,11 @@ import (
 // Bits of an ID: the sign bit stays 0, so IDs are non-negative int64s.
 const idBits = 63
 
+// JSBits is the width of the IDs of JS53Layout: every integer up to
+// 2^53-1 (JavaScript's Number.MAX_SAFE_INTEGER) is exact in an IEEE 754
+// double, so such IDs survive JSON parsers that read numbers as doubles.
+const JSBits = 53
+
 // Default layout: Snowflake's split, 41 bits of milliseconds since
 // 2025-01-01 UTC, 10 bits of node ID (1,024 nodes), 12 bits of counter
 // (4,096 IDs per millisecond per node). The time field runs out in
@@ -24,15 +29,19 @@ const (
 
 // Layout is how an ID is built (Epoch counts to the millisecond), from the most significant bit down:
 //
-//	0 (sign) ‖ TimeBits: ms since Epoch ‖ NodeBits: node ID ‖ CounterBits: counter
+//	0 (64-Bits high bits) ‖ TimeBits: ms since Epoch ‖ NodeBits: node ID ‖ CounterBits: counter
 //
-// TimeBits + NodeBits + CounterBits must be 63. IDs of one layout sort by
-// time first (to the millisecond), then by node, then by counter.
+// TimeBits + NodeBits + CounterBits must equal Bits (63 when Bits is 0).
+// IDs of one layout sort by time first (to the millisecond), then by node,
+// then by counter.
 type Layout struct {
 	Epoch       time.Time
 	TimeBits    uint
 	NodeBits    uint
 	CounterBits uint
+	// Bits is the IDs' width: every ID is below 2^Bits. 0 means 63 (any
+	// non-negative int64); JSBits (53) keeps IDs exact in JavaScript.
+	Bits uint
 }
 
 // DefaultLayout returns the default layout: epoch 2025-01-01 UTC, 41 time,
@@ -40,6 +49,37 @@ type Layout struct {
 func DefaultLayout() Layout {
 	return Layout{Epoch: defaultEpoch, TimeBits: 41, NodeBits: 10, CounterBits: 12}
 }
+
+// JS53Layout returns the 53-bit layout, for IDs that JavaScript's Number
+// (an IEEE 754 double) holds exactly: epoch 2025-01-01 UTC, 41 time, 5 node
+// and 7 counter bits.
+//
+//   - 41 + 5 + 7 = 53 bits: the largest ID is 2^53-1 =
+//     9,007,199,254,740,991, Number.MAX_SAFE_INTEGER.
+//   - Time: 2^41 ms = 2,199,023,255,552 ms, about 69.7 years (as the
+//     default layout's): IDs can be made until 2094-09-07T15:47:35.552Z
+//     (RunsOut).
+//   - Nodes: 2^5 = 32 node IDs, so at most 32 generators (processes) of one
+//     name at a time.
+//   - Counter: 2^7 = 128 IDs per millisecond per node, 128,000 per second;
+//     4,096,000 per second with all 32 nodes.
+//
+// The bits the default layout spends on 1,024 nodes and 4,096 IDs per
+// millisecond are what the 53-bit one gives up; its lifetime is the same.
+func JS53Layout() Layout {
+	return Layout{Epoch: defaultEpoch, TimeBits: 41, NodeBits: 5, CounterBits: 7, Bits: JSBits}
+}
+
+// IDBits returns the IDs' width: Bits, or 63 when Bits is 0.
+func (l Layout) IDBits() uint {
+	if l.Bits == 0 {
+		return idBits
+	}
+	return l.Bits
+}
+
+// MaxID returns the largest ID the layout can hold (2^IDBits - 1).
+func (l Layout) MaxID() int64 { return int64(1)<<l.IDBits() - 1 }
 
 // Validate reports every problem of the layout at once; each error wraps
 // ErrInvalidLayout.
@@ -51,9 +91,11 @@ func (l Layout) Validate() error {
 	if l.Epoch.IsZero() {
 		bad("Epoch is zero")
 	}
-	if l.TimeBits+l.NodeBits+l.CounterBits != idBits {
-		bad("TimeBits %d + NodeBits %d + CounterBits %d = %d, want %d (the sign bit stays 0)",
-			l.TimeBits, l.NodeBits, l.CounterBits, l.TimeBits+l.NodeBits+l.CounterBits, idBits)
+	if l.Bits > idBits {
+		bad("Bits %d: want at most %d (the sign bit stays 0)", l.Bits, idBits)
+	} else if l.TimeBits+l.NodeBits+l.CounterBits != l.IDBits() {
+		bad("TimeBits %d + NodeBits %d + CounterBits %d = %d, want %d (Bits; the sign bit stays 0)",
+			l.TimeBits, l.NodeBits, l.CounterBits, l.TimeBits+l.NodeBits+l.CounterBits, l.IDBits())
 	}
 	if l.TimeBits < MinTimeBits || l.TimeBits > idBits {
 		bad("TimeBits %d: want %d..%d", l.TimeBits, MinTimeBits, idBits)
