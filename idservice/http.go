@@ -1,0 +1,504 @@
+package idservice
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/cqlseq/cqlseq/galloc"
+	"github.com/cqlseq/cqlseq/timeshard"
+)
+
+// route is one route of the API.
+type route struct {
+	name    string // the metrics' route label
+	method  string
+	pattern string
+	scope   Scope
+	leaf    bool // errors answered as Leaf answers them
+	h       func(w http.ResponseWriter, r *http.Request) error
+}
+
+// routes is the API: docs/service.md describes each.
+func (s *Service) routes() []route {
+	return []route{
+		{name: "sequence_create", method: http.MethodPost, pattern: "/v1/sequences", scope: ScopeAdmin, h: s.handleCreate},
+		{name: "sequence_get", method: http.MethodGet, pattern: "/v1/sequences/{name}", scope: ScopeIssue, h: s.handleSequence},
+		{name: "sequence_next", method: http.MethodPost, pattern: "/v1/sequences/{name}/next", scope: ScopeIssue, h: s.handleSequenceNext},
+		{name: "layouts", method: http.MethodGet, pattern: "/v1/timeshard", scope: ScopeIssue, h: s.handleLayouts},
+		{name: "timeshard_next", method: http.MethodPost, pattern: "/v1/timeshard/{layout}/next", scope: ScopeIssue, h: s.handleTimeshardNext},
+		{name: "timeshard_decompose", method: http.MethodGet, pattern: "/v1/timeshard/{layout}/ids/{id}", scope: ScopeIssue, h: s.handleDecompose},
+		{name: "uuid_next", method: http.MethodPost, pattern: "/v1/uuids", scope: ScopeIssue, h: s.handleUUIDs},
+		{name: "leaf_segment", method: http.MethodGet, pattern: "/api/segment/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSegment},
+		{name: "leaf_snowflake", method: http.MethodGet, pattern: "/api/snowflake/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSnowflake},
+		{name: "healthz", method: http.MethodGet, pattern: "/healthz", h: s.handleHealthz},
+		{name: "readyz", method: http.MethodGet, pattern: "/readyz", h: s.handleReadyz},
+	}
+}
+
+// Handler returns the HTTP handler of the API, /healthz, /readyz and
+// /metrics.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		mux.Handle(rt.pattern, s.wrap(rt))
+	}
+	metrics := promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{})
+	mux.Handle("/metrics", s.wrap(route{name: "metrics", method: http.MethodGet, h: func(w http.ResponseWriter, r *http.Request) error {
+		metrics.ServeHTTP(w, r)
+		return nil
+	}}))
+	mux.Handle("/", s.wrap(route{name: "not_found", h: func(w http.ResponseWriter, r *http.Request) error {
+		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
+	}}))
+	return mux
+}
+
+// statusWriter records the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// wrap checks the method, the body's size and the token before rt's
+// handler runs, answers its error, and records the request's metrics.
+func (s *Service) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		err := s.serve(sw, r, rt)
+		if err != nil {
+			ae := classify(err)
+			if ae.status >= 500 {
+				s.log.Warn("idservice: request failed", "route", rt.name, "status", ae.status, "code", ae.code, "err", err)
+			}
+			if rt.leaf {
+				writeLeafError(sw, r, ae)
+			} else {
+				writeError(sw, ae)
+			}
+		}
+		s.m.observe(rt.name, sw.status, time.Since(began))
+	})
+}
+
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, rt route) error {
+	if rt.method != "" && r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", rt.method)
+		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, rt.method)
+	}
+	if ae := s.o.Tokens.authorize(r, rt.scope); ae != nil {
+		if ae.status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="cqlseq"`)
+		}
+		return ae
+	}
+	if r.ContentLength > s.o.MaxBodyBytes {
+		return bodyTooLarge(s.o.MaxBodyBytes)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+	defer cancel()
+	return rt.h(w, r.WithContext(ctx))
+}
+
+func bodyTooLarge(limit int64) *apiError {
+	return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "the request body is larger than %d bytes", limit)
+}
+
+// errorBody is the JSON body of every error of the API's own routes.
+type errorBody struct {
+	Code    Code   `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, ae *apiError) {
+	if ae.status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, ae.status, errorBody{Code: ae.code, Message: ae.message})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"code":"internal","message":"encoding the response failed"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// parseCount reads the count query parameter: absent is 1; otherwise
+// decimal digits only, 1..MaxCount.
+func parseCount(r *http.Request) (int, error) {
+	q := r.URL.Query()
+	vs, ok := q["count"]
+	if !ok {
+		return 1, nil
+	}
+	bad := func() error {
+		return newError(http.StatusBadRequest, CodeInvalidCount, "count %q: want a whole number from 1 to %d", vs[0], MaxCount)
+	}
+	if len(vs) != 1 || !digits(vs[0]) || len(vs[0]) > 6 {
+		return 0, bad()
+	}
+	n, err := strconv.Atoi(vs[0])
+	if err != nil || n < 1 || n > MaxCount {
+		return 0, bad()
+	}
+	return n, nil
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// validateName checks a sequence name or Leaf key: 1..MaxNameLen bytes of
+// [A-Za-z0-9._-].
+func validateName(name string) error {
+	ok := name != "" && len(name) <= MaxNameLen
+	for i := 0; ok && i < len(name); i++ {
+		c := name[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	if !ok {
+		shown := name
+		if len(shown) > 40 {
+			shown = shown[:40] + "..."
+		}
+		return newError(http.StatusBadRequest, CodeInvalidName, "name %q: want 1 to %d characters of A-Z a-z 0-9 . _ -", shown, MaxNameLen)
+	}
+	return nil
+}
+
+// createRequest is the body of POST /v1/sequences.
+type createRequest struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Start     *int64 `json:"start"`
+	Step      int64  `json:"step"`
+	ChunkSize int64  `json:"chunk_size"`
+}
+
+var typeNames = map[string]galloc.Type{"smallint": galloc.SmallInt, "integer": galloc.Integer, "bigint": galloc.BigInt}
+
+// definition validates the request and returns its definition with
+// galloc's defaults filled in.
+func (c createRequest) definition() (Definition, error) {
+	if err := validateName(c.Name); err != nil {
+		return Definition{}, err
+	}
+	o := galloc.Options{Step: c.Step, ChunkSize: c.ChunkSize}
+	if c.Type != "" {
+		t, ok := typeNames[c.Type]
+		if !ok {
+			return Definition{}, newError(http.StatusBadRequest, CodeInvalidDefinition, "type %q: want smallint, integer or bigint", c.Type)
+		}
+		o.Type = t
+	}
+	if c.Start != nil {
+		o.Start, o.StartZero = *c.Start, *c.Start == 0
+	}
+	if c.Step < 0 || c.ChunkSize < 0 {
+		return Definition{}, newError(http.StatusBadRequest, CodeInvalidDefinition, "step %d, chunk_size %d: want positive numbers (or omit them for the defaults)", c.Step, c.ChunkSize)
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return Definition{}, newError(http.StatusBadRequest, CodeInvalidDefinition, "%s", oneLine(err))
+	}
+	return Definition{Type: o.Type, Start: o.Start, Step: o.Step, ChunkSize: o.ChunkSize}, nil
+}
+
+func oneLine(err error) string {
+	return string(bytes.ReplaceAll([]byte(err.Error()), []byte("\n"), []byte("; ")))
+}
+
+// decodeBody decodes r's JSON body into v: unknown fields, trailing data
+// and a body above the limit are errors.
+func (s *Service) decodeBody(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("data after the JSON object")
+	}
+	if err == nil {
+		if _, e := io.Copy(io.Discard, r.Body); e != nil {
+			err = e
+		}
+	}
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return bodyTooLarge(s.o.MaxBodyBytes)
+	case err != nil:
+		return newError(http.StatusBadRequest, CodeBadRequest, "the body is not a valid JSON request: %v", err)
+	}
+	return nil
+}
+
+// sequenceView is a sequence's definition and state.
+type sequenceView struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Start     int64  `json:"start"`
+	Step      int64  `json:"step"`
+	ChunkSize int64  `json:"chunk_size"`
+	MaxValue  int64  `json:"max_value"`
+	Capacity  uint64 `json:"capacity"`
+
+	// State, from the stored record (GET only).
+	Allocated   *uint64    `json:"allocated,omitempty"`
+	Allocations *uint64    `json:"allocations,omitempty"`
+	NextChunk   *int64     `json:"next_chunk_first,omitempty"`
+	Exhausted   *bool      `json:"exhausted,omitempty"`
+	LastAlloc   *time.Time `json:"last_alloc,omitempty"`
+	Instance    *instView  `json:"instance,omitempty"`
+}
+
+// instView is this instance's share of a sequence.
+type instView struct {
+	Fetches uint64 `json:"chunk_fetches"`
+	Waits   uint64 `json:"waits"`
+	Issued  uint64 `json:"issued"`
+	Held    uint64 `json:"held"`
+}
+
+func defView(name string, r galloc.Record) sequenceView {
+	return sequenceView{Name: name, Type: r.Type.String(), Start: r.Start, Step: r.Step, ChunkSize: r.ChunkSize,
+		MaxValue: r.Type.Max(), Capacity: r.Capacity()}
+}
+
+func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
+	var req createRequest
+	if err := s.decodeBody(r, &req); err != nil {
+		return err
+	}
+	d, err := req.definition()
+	if err != nil {
+		return err
+	}
+	created, err := s.Create(r.Context(), req.Name, d)
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, defView(req.Name, d.record()))
+	return nil
+}
+
+func (s *Service) handleSequence(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := validateName(name); err != nil {
+		return err
+	}
+	rec, found, err := galloc.ReadRecord(r.Context(), s.st, name)
+	switch {
+	case err != nil:
+		return fmt.Errorf("idservice: reading sequence %q: %w", name, err)
+	case !found:
+		return fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+	}
+	v := defView(name, rec)
+	exh := rec.Exhausted()
+	v.Allocated, v.Allocations, v.Exhausted = &rec.Allocated, &rec.Allocations, &exh
+	if next, ok := rec.AllocatedUpTo(); ok {
+		v.NextChunk = &next
+	}
+	if !rec.LastAlloc.IsZero() {
+		t := rec.LastAlloc.UTC()
+		v.LastAlloc = &t
+	}
+	if q, ok := s.sequences()[name]; ok {
+		st := q.Stats()
+		v.Instance = &instView{Fetches: st.Fetches, Waits: st.Waits, Issued: st.Issued, Held: st.Held}
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// idsBody is the answer of the next routes.
+type idsBody struct {
+	IDs []int64 `json:"ids"`
+}
+
+func (s *Service) handleSequenceNext(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	if err := validateName(name); err != nil {
+		return err
+	}
+	n, err := parseCount(r)
+	if err != nil {
+		return err
+	}
+	ids, err := s.NextSequence(r.Context(), name, n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, idsBody{IDs: ids})
+	return nil
+}
+
+// layoutView describes a timeshard layout.
+type layoutView struct {
+	Name           string    `json:"name"`
+	Bits           uint      `json:"bits"`
+	TimeBits       uint      `json:"time_bits"`
+	NodeBits       uint      `json:"node_bits"`
+	CounterBits    uint      `json:"counter_bits"`
+	Epoch          time.Time `json:"epoch"`
+	RunsOut        time.Time `json:"runs_out"`
+	LifetimeYears  float64   `json:"lifetime_years"`
+	Nodes          uint32    `json:"nodes"`
+	PerMillisecond uint64    `json:"ids_per_ms_per_node"`
+	MaxID          int64     `json:"max_id"`
+	Node           *uint32   `json:"node,omitempty"` // this instance's node ID
+}
+
+func (s *Service) handleLayouts(w http.ResponseWriter, r *http.Request) error {
+	out := struct {
+		Layouts []layoutView `json:"layouts"`
+	}{}
+	for _, name := range layoutNames {
+		l := s.layouts[name].layout
+		v := layoutView{Name: name, Bits: l.IDBits(), TimeBits: l.TimeBits, NodeBits: l.NodeBits, CounterBits: l.CounterBits,
+			Epoch: l.Epoch.UTC(), RunsOut: l.RunsOut(), Nodes: l.Nodes(), PerMillisecond: l.PerMillisecond(), MaxID: l.MaxID(),
+			LifetimeYears: math.Round(l.RunsOut().Sub(l.Epoch).Hours()/24/365.25*10) / 10}
+		if node, ok := s.Node(name); ok {
+			v.Node = &node
+		}
+		out.Layouts = append(out.Layouts, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// layoutOf returns the layout the path names.
+func (s *Service) layoutOf(r *http.Request) (string, timeshard.Layout, error) {
+	name := r.PathValue("layout")
+	slot, ok := s.layouts[name]
+	if !ok {
+		if len(name) > 40 {
+			name = name[:40] + "..."
+		}
+		return "", timeshard.Layout{}, newError(http.StatusNotFound, CodeUnknownLayout, "layout %q: want 63 or 53", name)
+	}
+	return name, slot.layout, nil
+}
+
+func (s *Service) handleTimeshardNext(w http.ResponseWriter, r *http.Request) error {
+	name, _, err := s.layoutOf(r)
+	if err != nil {
+		return err
+	}
+	n, err := parseCount(r)
+	if err != nil {
+		return err
+	}
+	ids, err := s.NextTimeshard(r.Context(), name, n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, idsBody{IDs: ids})
+	return nil
+}
+
+// decomposed is an ID's fields.
+type decomposed struct {
+	ID      int64     `json:"id"`
+	Layout  string    `json:"layout"`
+	Time    time.Time `json:"time"`
+	Millis  int64     `json:"ms_since_epoch"`
+	Node    uint32    `json:"node"`
+	Counter uint64    `json:"counter"`
+}
+
+func (s *Service) handleDecompose(w http.ResponseWriter, r *http.Request) error {
+	name, l, err := s.layoutOf(r)
+	if err != nil {
+		return err
+	}
+	raw := r.PathValue("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if !digits(raw) || err != nil || id > l.MaxID() {
+		if len(raw) > 40 {
+			raw = raw[:40] + "..."
+		}
+		return newError(http.StatusBadRequest, CodeInvalidID, "id %q: want a whole number from 0 to %d (layout %s)", raw, l.MaxID(), name)
+	}
+	writeJSON(w, http.StatusOK, decomposed{ID: id, Layout: name, Time: l.Time(id), Millis: l.Millis(id), Node: l.Node(id), Counter: l.Counter(id)})
+	return nil
+}
+
+func (s *Service) handleUUIDs(w http.ResponseWriter, r *http.Request) error {
+	n, err := parseCount(r)
+	if err != nil {
+		return err
+	}
+	ids, err := s.NextUUIDs(n)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		UUIDs []string `json:"uuids"`
+	}{ids})
+	return nil
+}
+
+func (s *Service) handleHealthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, struct {
+		Status string `json:"status"`
+	}{"ok"})
+	return nil
+}
+
+func (s *Service) handleReadyz(w http.ResponseWriter, r *http.Request) error {
+	if why := s.readiness(); why != "" {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+		}{"not ready", why})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Status string `json:"status"`
+	}{"ready"})
+	return nil
+}

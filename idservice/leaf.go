@@ -1,0 +1,103 @@
+package idservice
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Meituan Leaf's two paths answer as Leaf's LeafController does: the ID
+// as a plain-text body (Spring's String answer, text/plain), and an error
+// as HTTP 500 with Spring Boot's error body, whose message is Leaf's
+// Result.toString with Leaf's exception ID:
+//
+//	{"timestamp":"...","status":500,"error":"Internal Server Error",
+//	 "message":"Result{id=-2, status=EXCEPTION}","path":"/api/segment/get/k"}
+//
+// Leaf's exception IDs: -2 the key does not exist (here also: a key that
+// is not a valid name), -3 no segment could be loaded (here: the store is
+// unavailable or the sequence is exhausted), -1 any other failure. The
+// body also carries this API's "code". Auth errors (401, 403) answer as
+// every route does: Leaf has no authentication.
+const (
+	leafUnknownKey  = -2
+	leafNoSegment   = -3
+	leafOtherFailed = -1
+)
+
+// leafErrorBody is Spring Boot's error body, with the API's code.
+type leafErrorBody struct {
+	Timestamp string `json:"timestamp"`
+	Status    int    `json:"status"`
+	Error     string `json:"error"`
+	Message   string `json:"message"`
+	Path      string `json:"path"`
+	Code      Code   `json:"code"`
+}
+
+func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden || ae.status == http.StatusMethodNotAllowed {
+		writeError(w, ae)
+		return
+	}
+	id := leafOtherFailed
+	switch ae.code {
+	case CodeUnknownSequence, CodeInvalidName:
+		id = leafUnknownKey
+	case CodeUnavailable, CodeExhausted, CodeNoNodeLease, CodeClock, CodeShuttingDown:
+		id = leafNoSegment
+	}
+	b, _ := json.Marshal(leafErrorBody{
+		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000+00:00"),
+		Status:    http.StatusInternalServerError,
+		Error:     "Internal Server Error",
+		Message:   "Result{id=" + strconv.Itoa(id) + ", status=EXCEPTION}",
+		Path:      r.URL.Path,
+		Code:      ae.code,
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusInternalServerError)
+	_, _ = w.Write(b)
+}
+
+func writeLeafID(w http.ResponseWriter, id int64) {
+	b := strconv.AppendInt(nil, id, 10)
+	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+}
+
+// handleLeafSegment is Leaf's segment mode: the key is a sequence's name.
+func (s *Service) handleLeafSegment(w http.ResponseWriter, r *http.Request) error {
+	key := r.PathValue("key")
+	if err := validateName(key); err != nil {
+		return err
+	}
+	ids, err := s.NextSequence(r.Context(), key, 1)
+	if err != nil {
+		return err
+	}
+	writeLeafID(w, ids[0])
+	return nil
+}
+
+// handleLeafSnowflake is Leaf's snowflake mode: an ID of the 63-bit layout
+// (Leaf's own split: 41 bits of milliseconds, 10 of node, 12 of counter).
+// Leaf ignores the key; so does this, past checking it is a valid name.
+func (s *Service) handleLeafSnowflake(w http.ResponseWriter, r *http.Request) error {
+	if err := validateName(r.PathValue("key")); err != nil {
+		return err
+	}
+	ids, err := s.NextTimeshard(r.Context(), leafLayout, 1)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return errors.New("idservice: no ID made")
+	}
+	writeLeafID(w, ids[0])
+	return nil
+}

@@ -1,0 +1,56 @@
+package idservice
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Serve serves the API on ln (over TLS when tlsConf is not nil) until ctx
+// is done, then shuts down gracefully: it stops accepting, /readyz answers
+// 503 to requests already accepted, and the requests in flight finish, for
+// at most Options.ShutdownTimeout; those still running then are cut off
+// and Serve returns an error. Serve closes ln; it does not close the
+// Service (Close releases the node leases after Serve has returned).
+func (s *Service) Serve(ctx context.Context, ln net.Listener, tlsConf *tls.Config) error {
+	if tlsConf != nil {
+		ln = tls.NewListener(ln, tlsConf)
+	}
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	scheme := "http"
+	if tlsConf != nil {
+		scheme = "https"
+	}
+	s.log.Info("idservice: serving", "addr", ln.Addr().String(), "scheme", scheme, "auth", s.o.Tokens != nil)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("idservice: serving: %w", err)
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("idservice: shutting down", "timeout", s.o.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if err != nil {
+		_ = srv.Close()
+		err = fmt.Errorf("idservice: shutdown: requests still in flight after %v were cut off: %w", s.o.ShutdownTimeout, err)
+	}
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}

@@ -1,0 +1,476 @@
+// Package idservice is the ID service that `cqlseq serve` runs: one HTTP/JSON
+// API over galloc's named sequences, timeshard's time-sharded IDs (a 63-bit
+// and a 53-bit layout) and ksuuid's UUIDv7s, with Meituan Leaf's two paths
+// beside it. docs/service.md describes the API; this package holds its one
+// definition: the routes (Handler), the service logic (Service) and the
+// server's life (Serve).
+//
+// Many instances may serve one store: the sequences' chunks are allocated
+// by compare-and-swap (galloc) and each instance leases its own node ID of
+// each layout (timeshard), released by Close.
+//
+// A request that is refused for its input (a bad count, name, ID, body or
+// token, an unknown route or layout) costs nothing: it is refused before
+// any ID is taken and before any store call. An unknown sequence costs one
+// read of its record, and then none for Options.UnknownTTL.
+package idservice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/cqlseq/cqlseq/galloc"
+	"github.com/cqlseq/cqlseq/ksuuid"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/timeshard"
+)
+
+// errNoGenerator: the layout has no generator (its node lease was lost and
+// not taken again yet).
+var errNoGenerator = errors.New("idservice: no node lease held for the layout")
+
+// probeName is the sequence whose record the store probe reads (it need
+// not exist).
+const probeName = "cqlseq.readyz-probe"
+
+// Service hands out the IDs. Its methods are safe for concurrent use.
+// Close must be called to stop its background checks and release its node
+// leases.
+type Service struct {
+	o       Options
+	st      storage.Storage
+	log     *slog.Logger
+	layouts map[string]*layoutSlot
+	m       *serviceMetrics
+
+	storeUp  atomic.Bool
+	draining atomic.Bool
+	closed   atomic.Bool
+
+	open singleflight.Group
+	mu   struct {
+		sync.Mutex
+		seqs    map[string]*galloc.Sequence
+		unknown map[string]time.Time // name -> until when it is answered unknown without a read
+	}
+
+	ctx    context.Context // cancelled first by Close
+	cancel context.CancelFunc
+	kick   chan struct{} // wakes keep; capacity 1
+	done   chan struct{} // closed when keep returns
+}
+
+// layoutSlot is a layout's generator: replaced when its lease is lost.
+type layoutSlot struct {
+	name    string
+	layout  timeshard.Layout
+	genName string
+	cur     atomic.Pointer[generator] // nil: none held
+}
+
+// generator is one leased node of a layout.
+type generator struct {
+	g    *timeshard.Generator
+	lost atomic.Bool // its lease was seen lost: keep replaces it
+}
+
+// New leases a node ID of every layout in o.Store and starts the
+// background checks. It fails when the store cannot be reached or every
+// node ID of a layout is leased.
+func New(ctx context.Context, o Options) (*Service, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{o: o, st: o.Store, log: o.Logger, layouts: map[string]*layoutSlot{},
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	s.mu.seqs = map[string]*galloc.Sequence{}
+	s.mu.unknown = map[string]time.Time{}
+	for name, l := range Layouts() {
+		s.layouts[name] = &layoutSlot{name: name, layout: l, genName: o.Name + "/" + name}
+	}
+	for _, name := range layoutNames {
+		if err := s.openGenerator(ctx, s.layouts[name]); err != nil {
+			s.closeGenerators()
+			return nil, err
+		}
+	}
+	m, err := newServiceMetrics(s, o.Registry)
+	if err != nil {
+		s.closeGenerators()
+		return nil, err
+	}
+	s.m = m
+	s.storeUp.Store(true)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	go s.keep()
+	return s, nil
+}
+
+// openGenerator leases a node of slot's layout and installs its generator.
+func (s *Service) openGenerator(ctx context.Context, slot *layoutSlot) error {
+	o := s.o.Timeshard
+	o.Layout = slot.layout
+	g, err := timeshard.Open(ctx, s.st, slot.genName, o)
+	if err != nil {
+		return fmt.Errorf("idservice: layout %s: %w", slot.name, err)
+	}
+	slot.cur.Store(&generator{g: g})
+	s.log.Info("idservice: node lease taken", "layout", slot.name, "generator", slot.genName, "node", g.Node())
+	return nil
+}
+
+// keep checks the store and the node leases every ProbeInterval (or when
+// kicked) until Close, and takes a lost lease again.
+func (s *Service) keep() {
+	defer close(s.done)
+	t := time.NewTicker(s.o.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		case <-s.kick:
+		}
+		s.check(s.ctx)
+	}
+}
+
+// check probes the store and each layout's generator, replacing those whose
+// lease is lost.
+func (s *Service) check(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, min(s.o.RequestTimeout, max(s.o.ProbeInterval, 100*time.Millisecond)))
+	defer cancel()
+	_, _, err := galloc.ReadRecord(ctx, s.st, probeName)
+	if up := err == nil; s.storeUp.Swap(up) != up {
+		if up {
+			s.log.Info("idservice: store reachable again")
+		} else {
+			s.log.Warn("idservice: store unreachable", "err", err)
+		}
+	}
+	for _, name := range layoutNames {
+		slot := s.layouts[name]
+		cur := slot.cur.Load()
+		if cur != nil && !cur.lost.Load() {
+			// A Next proves the lease held (it checks the local deadline);
+			// the ID is dropped, which timeshard IDs allow.
+			if _, err := cur.g.Next(ctx); errors.Is(err, timeshard.ErrLeaseLost) {
+				cur.lost.Store(true)
+			}
+		}
+		if cur != nil && !cur.lost.Load() || ctx.Err() != nil {
+			continue
+		}
+		if cur != nil {
+			s.log.Warn("idservice: node lease lost", "layout", name, "node", cur.g.Node())
+			slot.cur.CompareAndSwap(cur, nil)
+			_ = cur.g.Close()
+		}
+		if err := s.openGenerator(ctx, slot); err != nil && s.ctx.Err() == nil {
+			s.log.Warn("idservice: taking a node lease failed", "layout", name, "err", err)
+		}
+	}
+}
+
+// wake asks keep to check now.
+func (s *Service) wake() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Ready reports whether the service can hand out IDs: it is not shutting
+// down, it holds a node lease of every layout, and the store answered the
+// last probe or a sequence holds values to hand out.
+func (s *Service) Ready() bool { return s.readiness() == "" }
+
+// readiness returns why the service is not ready, or "" when it is.
+func (s *Service) readiness() string {
+	if s.closed.Load() || s.draining.Load() {
+		return "shutting down"
+	}
+	for _, name := range layoutNames {
+		if g := s.layouts[name].cur.Load(); g == nil || g.lost.Load() {
+			return "no node lease of layout " + name
+		}
+	}
+	if s.storeUp.Load() {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range s.mu.seqs {
+		if q.Stats().Held > 0 {
+			return ""
+		}
+	}
+	return "store unreachable and no chunk in hand"
+}
+
+// Sequence returns the open sequence name, opening it from its stored
+// record when this instance has not yet. A name found missing is
+// ErrUnknownSequence, also without a store call for UnknownTTL.
+func (s *Service) Sequence(ctx context.Context, name string) (*galloc.Sequence, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	s.mu.Lock()
+	q, ok := s.mu.seqs[name]
+	until, unknown := s.mu.unknown[name]
+	s.mu.Unlock()
+	switch {
+	case ok:
+		return q, nil
+	case unknown && time.Now().Before(until):
+		return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+	}
+	v, err, _ := s.open.Do(name, func() (any, error) {
+		r, found, err := galloc.ReadRecord(ctx, s.st, name)
+		if err != nil {
+			return nil, fmt.Errorf("idservice: reading sequence %q: %w", name, err)
+		}
+		if !found {
+			s.mu.Lock()
+			s.rememberUnknownLocked(name)
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+		}
+		return s.openSequence(ctx, name, r)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*galloc.Sequence), nil
+}
+
+// maxUnknown bounds the names remembered as unknown: beyond it the expired
+// ones are dropped, and when none has expired, all of them.
+const maxUnknown = 10_000
+
+// rememberUnknownLocked answers name unknown without a read for UnknownTTL.
+func (s *Service) rememberUnknownLocked(name string) {
+	now := time.Now()
+	if len(s.mu.unknown) >= maxUnknown {
+		for k, until := range s.mu.unknown {
+			if !now.Before(until) {
+				delete(s.mu.unknown, k)
+			}
+		}
+		if len(s.mu.unknown) >= maxUnknown {
+			clear(s.mu.unknown)
+		}
+	}
+	s.mu.unknown[name] = now.Add(s.o.UnknownTTL)
+}
+
+// openSequence opens sequence name with definition def and registers it;
+// an instance that has it open already returns that one.
+func (s *Service) openSequence(ctx context.Context, name string, def galloc.Record) (*galloc.Sequence, error) {
+	s.mu.Lock()
+	q, ok := s.mu.seqs[name]
+	s.mu.Unlock()
+	if ok {
+		return q, nil
+	}
+	o := s.o.Galloc
+	o.Type, o.ChunkSize, o.Start, o.StartZero, o.Step = def.Type, def.ChunkSize, def.Start, def.Start == 0, def.Step
+	q, err := galloc.Open(ctx, s.st, name, o)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		_ = q.Close()
+		return nil, ErrClosed
+	}
+	if prev, ok := s.mu.seqs[name]; ok {
+		_ = q.Close()
+		return prev, nil
+	}
+	s.mu.seqs[name] = q
+	delete(s.mu.unknown, name)
+	s.log.Info("idservice: sequence opened", "sequence", name, "type", def.Type, "chunk", def.ChunkSize)
+	return q, nil
+}
+
+// Definition is a sequence's definition, as the create call takes it.
+type Definition struct {
+	Type      galloc.Type
+	Start     int64
+	Step      int64
+	ChunkSize int64
+}
+
+func (d Definition) record() galloc.Record {
+	return galloc.Record{Type: d.Type, Start: d.Start, Step: d.Step, ChunkSize: d.ChunkSize}
+}
+
+// Create creates sequence name with definition d unless it exists; created
+// is false when it existed with the same definition. Another definition is
+// galloc.ErrDefinitionMismatch.
+func (s *Service) Create(ctx context.Context, name string, d Definition) (created bool, err error) {
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	r, found, err := galloc.ReadRecord(ctx, s.st, name)
+	if err != nil {
+		return false, fmt.Errorf("idservice: reading sequence %q: %w", name, err)
+	}
+	if found {
+		if r.Type != d.Type || r.Start != d.Start || r.Step != d.Step || r.ChunkSize != d.ChunkSize {
+			return false, fmt.Errorf("%w: sequence %q is stored as %v start %d step %d chunk %d",
+				galloc.ErrDefinitionMismatch, name, r.Type, r.Start, r.Step, r.ChunkSize)
+		}
+		_, err := s.openSequence(ctx, name, r)
+		return false, err
+	}
+	if _, err := s.openSequence(ctx, name, d.record()); err != nil {
+		return false, err
+	}
+	s.log.Info("idservice: sequence created", "sequence", name)
+	return true, nil
+}
+
+// NextSequence hands out n values of sequence name.
+func (s *Service) NextSequence(ctx context.Context, name string, n int) ([]int64, error) {
+	q, err := s.Sequence(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	runs, err := q.NextN(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	step := q.Definition().Step
+	ids := make([]int64, 0, n)
+	for _, r := range runs {
+		for i := range r.Count {
+			ids = append(ids, r.First+int64(i)*step)
+		}
+	}
+	return ids, nil
+}
+
+// generator returns layout's current generator.
+func (s *Service) generator(layout string) (*generator, error) {
+	slot, ok := s.layouts[layout]
+	if !ok {
+		return nil, newError(404, CodeUnknownLayout, "layout %q: want 63 or 53", layout)
+	}
+	g := slot.cur.Load()
+	if g == nil || g.lost.Load() {
+		return nil, fmt.Errorf("%w %s", errNoGenerator, layout)
+	}
+	return g, nil
+}
+
+// NextTimeshard makes n IDs of layout.
+func (s *Service) NextTimeshard(ctx context.Context, layout string, n int) ([]int64, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	g, err := s.generator(layout)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, 0, n)
+	for range n {
+		id, err := g.g.Next(ctx)
+		if err != nil {
+			if errors.Is(err, timeshard.ErrLeaseLost) {
+				g.lost.Store(true)
+				s.wake()
+			}
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// NextUUIDs makes n UUIDv7s.
+func (s *Service) NextUUIDs(n int) ([]string, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	out := make([]string, 0, n)
+	for range n {
+		id, err := ksuuid.New()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ksuuid.Format(id))
+	}
+	return out, nil
+}
+
+// Node returns the node ID this instance holds of layout; ok is false when
+// it holds none.
+func (s *Service) Node(layout string) (node uint32, ok bool) {
+	slot, found := s.layouts[layout]
+	if !found {
+		return 0, false
+	}
+	g := slot.cur.Load()
+	if g == nil || g.lost.Load() {
+		return 0, false
+	}
+	return g.g.Node(), true
+}
+
+// sequences returns the open sequences.
+func (s *Service) sequences() map[string]*galloc.Sequence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*galloc.Sequence, len(s.mu.seqs))
+	for k, v := range s.mu.seqs {
+		out[k] = v
+	}
+	return out
+}
+
+// Close stops the background checks, closes the sequences (their unused
+// values are wasted) and releases the node leases, so that another
+// instance can take the node IDs at once. Later calls fail with ErrClosed.
+// It returns the generators' Close errors.
+func (s *Service) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	seqs := s.mu.seqs
+	s.mu.seqs = map[string]*galloc.Sequence{}
+	s.mu.Unlock()
+	for _, q := range seqs {
+		_ = q.Close()
+	}
+	err := s.closeGenerators()
+	s.log.Info("idservice: closed; node leases released")
+	return err
+}
+
+// closeGenerators closes every layout's generator (releasing its lease).
+func (s *Service) closeGenerators() error {
+	var errs []error
+	for _, name := range layoutNames {
+		if g := s.layouts[name].cur.Swap(nil); g != nil {
+			if err := g.g.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("idservice: layout %s: releasing node %d: %w", name, g.g.Node(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
