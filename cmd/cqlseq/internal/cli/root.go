@@ -149,6 +149,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.`,
 	pf.BoolVar(&e.noProgress, "no-progress", false, "no progress bar (it is shown only when stderr is a terminal)")
 	root.AddCommand(newDemoCmd(e), newBenchCmd(e), newMigrateCmd(e), newInspectCmd(e), newVerifyCmd(e))
 	root.AddCommand(newAllocCmd(e), newActualizeCmd(e), newPlotCmd(e))
+	root.AddCommand(newServeCmd(e))
 	return root
 }
 

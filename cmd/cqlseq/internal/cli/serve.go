@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cqlseq/cqlseq/idservice"
+	"github.com/cqlseq/cqlseq/timeshard"
+)
+
+type serveFlags struct {
+	store           storeFlags
+	listen          string
+	certFile        string
+	keyFile         string
+	tokenFile       string
+	name            string
+	shutdownTimeout time.Duration
+	requestTimeout  time.Duration
+	probeInterval   time.Duration
+	lease           time.Duration
+	maxBody         int64
+}
+
+func newServeCmd(e *env) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve IDs over HTTP/JSON: galloc sequences, timeshard IDs (63- and 53-bit), UUIDv7s, Leaf's paths",
+		Long: `serve runs the ID service (package idservice; docs/service.md describes
+the API): named galloc sequences (created by an admin call), timeshard IDs
+of the 63-bit and the 53-bit (JavaScript-safe) layouts, UUIDv7s, and
+Meituan Leaf's /api/segment/get/KEY and /api/snowflake/get/KEY paths, with
+/healthz, /readyz and Prometheus /metrics.
+
+The store is bbolt by default: cqlseq.db in --dir, by default the user's
+data directory ($XDG_DATA_HOME/cqlseq, else ~/.local/share/cqlseq), so a
+restart continues the sequences. A CQL flag (--hosts, --keyspace) selects
+the CQL store; many instances may then serve one keyspace, each leasing its
+own timeshard node IDs.
+
+--token-file names the bearer tokens: one a line, "issue TOKEN" (take IDs)
+or "admin TOKEN" (also create sequences); # starts a comment. Without it
+every client may do everything, which the log says at startup.
+--http-cert and --http-key serve HTTPS.
+
+SIGINT or SIGTERM shuts down gracefully: no new connections, the requests
+in flight finish (at most --shutdown-timeout), then the node leases are
+released so that another instance can take the node IDs at once.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.validate(); err != nil {
+				return usage(err)
+			}
+			log := e.log
+			if !cmd.Flags().Changed("log-level") {
+				l, err := newLogger(e.stderr, "info")
+				if err != nil {
+					return err
+				}
+				log = l
+			}
+			return runServe(cmd.Context(), f, log)
+		},
+	}
+	fs := cmd.Flags()
+	f.store.addKind(fs)
+	f.store.addBolt(fs, "bbolt: directory of "+boltFileName+" (default: $XDG_DATA_HOME/cqlseq, else ~/.local/share/cqlseq)")
+	f.store.cluster.add(fs)
+	fs.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve on, host:port")
+	fs.StringVar(&f.certFile, "http-cert", "", "serve HTTPS with this PEM certificate (chain) file; needs --http-key")
+	fs.StringVar(&f.keyFile, "http-key", "", "the PEM private key of --http-cert")
+	fs.StringVar(&f.tokenFile, "token-file", "", `bearer tokens, one a line: "issue TOKEN" or "admin TOKEN" (default: no authentication)`)
+	fs.StringVar(&f.name, "name", idservice.DefaultName, "name of the ID space: the timeshard generators are NAME/63 and NAME/53; instances serving one ID space share it")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", idservice.DefaultShutdownTimeout, "how long a shutdown waits for the requests in flight")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", idservice.DefaultRequestTimeout, "bound on one request's work (waiting for a chunk, a store call)")
+	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz")
+	fs.DurationVar(&f.lease, "lease", timeshard.DefaultLeaseDuration, "timeshard node lease TTL, whole seconds; a crashed instance's node IDs are free again after it")
+	fs.Int64Var(&f.maxBody, "max-body", idservice.DefaultMaxBodyBytes, "largest request body, bytes")
+	return cmd
+}
+
+func (f *serveFlags) validate() error {
+	errs := []error{f.store.validate()}
+	if (f.certFile == "") != (f.keyFile == "") {
+		errs = append(errs, errors.New("--http-cert and --http-key go together"))
+	}
+	if _, _, err := net.SplitHostPort(f.listen); err != nil {
+		errs = append(errs, fmt.Errorf("--listen %q: want host:port", f.listen))
+	}
+	if len(f.name) == 0 || len(f.name)+4 > timeshard.MaxNameLen {
+		errs = append(errs, fmt.Errorf("--name %q: want 1..%d bytes", f.name, timeshard.MaxNameLen-4))
+	}
+	ts := timeshard.Options{LeaseDuration: f.lease}
+	ts.EnsureDefaults()
+	if err := ts.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("--lease %v: %w", f.lease, err))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"--shutdown-timeout", f.shutdownTimeout}, {"--request-timeout", f.requestTimeout}, {"--probe-interval", f.probeInterval}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s %v: must be > 0", d.name, d.v))
+		}
+	}
+	if f.maxBody <= 0 {
+		errs = append(errs, fmt.Errorf("--max-body %d: must be > 0", f.maxBody))
+	}
+	return errors.Join(errs...)
+}
+
+// options returns the service's options of the flags (without store,
+// tokens and logger).
+func (f *serveFlags) options() idservice.Options {
+	return idservice.Options{
+		Name:            f.name,
+		Timeshard:       timeshard.Options{LeaseDuration: f.lease},
+		MaxBodyBytes:    f.maxBody,
+		RequestTimeout:  f.requestTimeout,
+		ShutdownTimeout: f.shutdownTimeout,
+		ProbeInterval:   f.probeInterval,
+	}
+}
+
+// defaultDataDir is serve's bbolt directory when none is given:
+// $XDG_DATA_HOME/cqlseq, else ~/.local/share/cqlseq.
+func defaultDataDir() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "cqlseq"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no data directory (give --dir): %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "cqlseq"), nil
+}
+
+func runServe(ctx context.Context, f *serveFlags, log *slog.Logger) error {
+	o := f.options()
+	o.Logger = log
+	if f.tokenFile != "" {
+		t, err := idservice.ReadTokens(f.tokenFile)
+		if err != nil {
+			return err
+		}
+		o.Tokens = t
+		log.Info("serve: bearer tokens read", "file", f.tokenFile, "issue", t.Count(idservice.ScopeIssue), "admin", t.Count(idservice.ScopeAdmin))
+	} else {
+		log.Warn("serve: no --token-file: no authentication, every client may take IDs and create sequences")
+	}
+	var tlsConf *tls.Config
+	if f.certFile != "" {
+		cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+		if err != nil {
+			return fmt.Errorf("--http-cert/--http-key: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if f.store.kind == storeBolt && f.store.boltPath() == "" {
+		dir, err := defaultDataDir()
+		if err != nil {
+			return err
+		}
+		f.store.dir = dir
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	defer ln.Close() // Serve closes it; this covers the failures before it
+	store, err := f.store.open(ctx, log, false)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := store.close(); err != nil {
+			log.Error("serve: closing the store", "err", err)
+		}
+	}()
+	log.Info("serve: store open", "store", store.desc)
+	o.Store = store.st
+	svc, err := idservice.New(ctx, o)
+	if err != nil {
+		return err
+	}
+	serr := svc.Serve(ctx, ln, tlsConf)
+	if err := svc.Close(); err != nil {
+		log.Warn("serve: releasing the node leases (they expire by their TTL)", "err", err)
+	}
+	log.Info("serve: stopped")
+	return serr
+}
