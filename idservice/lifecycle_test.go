@@ -166,3 +166,31 @@ func TestReadyWithChunkInHand(t *testing.T) {
 	assert.Equal(t, []int64{2, 3}, s.ids(t, "/v1/sequences/held/next?count=2"))
 	st.Clear()
 }
+
+// TestLeaseLostIsTakenAgain: with the store down past the node lease's
+// local deadline the lease is lost: /readyz says so and timeshard requests
+// are 503 no_node_lease; once the store is back a node is leased again and
+// IDs are made again.
+func TestLeaseLostIsTakenAgain(t *testing.T) {
+	st := newFaulty(t)
+	o := testOptions(st)
+	o.Timeshard = timeshard.Options{LeaseDuration: 2 * time.Second} // lost 1 s (TTL - skew) after the last renewal
+	s := start(t, o, nil)
+	before := s.ids(t, "/v1/timeshard/63/next")
+
+	require.NoError(t, st.SetRules(faulty.Rule{Action: faulty.Fail}))
+	require.Eventually(t, func() bool { _, ok := s.svc.Node("63"); return !ok }, 10*time.Second, 10*time.Millisecond)
+	r := s.do(t, "GET", "/readyz", nil)
+	assert.Equal(t, 503, r.status)
+	assert.Contains(t, r.body, "no node lease of layout")
+	r = s.do(t, "POST", "/v1/timeshard/63/next", nil)
+	require.Equal(t, 503, r.status, r.body)
+	assert.Equal(t, "no_node_lease", r.err(t).Code)
+	m := s.do(t, "GET", "/metrics", nil)
+	assert.Contains(t, m.body, `cqlseq_service_node_lease_held{layout="63"} 0`)
+
+	st.Clear()
+	require.Eventually(t, func() bool { return s.svc.Ready() }, 10*time.Second, 10*time.Millisecond)
+	after := s.ids(t, "/v1/timeshard/63/next")
+	assert.Greater(t, after[0], before[0])
+}
