@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -362,11 +363,11 @@ func (s *Service) NextSequence(ctx context.Context, name string, n int) ([]int64
 	return ids, nil
 }
 
-// generator returns layout's current generator.
-func (s *Service) generator(layout string) (*generator, error) {
+// current returns layout's current generator.
+func (s *Service) current(layout string) (*generator, error) {
 	slot, ok := s.layouts[layout]
 	if !ok {
-		return nil, newError(404, CodeUnknownLayout, "layout %q: want 63 or 53", layout)
+		return nil, newError(http.StatusNotFound, CodeUnknownLayout, "layout %q: want 63 or 53", layout)
 	}
 	g := slot.cur.Load()
 	if g == nil || g.lost.Load() {
@@ -380,7 +381,7 @@ func (s *Service) NextTimeshard(ctx context.Context, layout string, n int) ([]in
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
-	g, err := s.generator(layout)
+	g, err := s.current(layout)
 	if err != nil {
 		return nil, err
 	}
