@@ -4,7 +4,9 @@
 //
 //	Start (busy -> ErrBusy) -> Next... -> Flush -> queue the event
 //	                              |          -> group write -> Durable -> acknowledge
-//	                              |                  \-> failed -> fail the queued, Actualize
+//	                              |                  \-> failed -> the committer halts, failing the queued;
+//	                              |                     the next Do stops the partition (refused) or
+//	                              |                     Actualizes and resumes the committer
 //	                              \-> Next failed -> Cancel (nothing written)
 //
 // Open wires a partition from a storage: seqstorage for the sequencer's
@@ -12,8 +14,10 @@
 // Do hands each command to the partition's one command flow, in every mode
 // and on every store (flow.go): the command takes its numbers under
 // the partition's lock and queues its event; the committer writes the
-// events of the commands in flight in groups (a group of one when one
-// command is in flight) and gives each command its own event's outcome.
+// events of the commands in flight in groups (every event queued, up to
+// OpenOptions.MaxGroupEvents; a group of one when one command is in
+// flight), gives each command its own event's outcome and returns the
+// group's outcome, on which the partition acts.
 // takeover.go takes a partition over.
 //
 // Fencing: apppart holds the takeover and the command flow. In
