@@ -201,8 +201,13 @@ const MaxReadPartitions = 100
 
 // DefaultWriteWorkers is how many storage partitions one caller's write
 // of many partitions writes concurrently by default: storage/cql's
-// PutBatch, seqstorage's numbers.
-const DefaultWriteWorkers = 32
+// PutBatch, seqstorage's numbers. A partition's flush holds one partition
+// per workspace it writes, so this bounds the cold workspaces it flushes
+// per round trip: at 256, a partition on a store of 5 ms round trips
+// flushes as fast as 256 clients of cold workspaces issue numbers
+// (appparttest's BenchmarkFlowDelayed, docs/benchmarks.md); at 32 every
+// mode stopped near 6,200 commands/s and answered the rest busy.
+const DefaultWriteWorkers = 256
 
 // DistinctReadKeys checks pKeys as ReadPartitions takes them and returns
 // them without repeats, in their order (pKeys itself when none repeats).

@@ -159,9 +159,8 @@ type Options struct {
 	BatchRows  int
 	BatchBytes int
 	// WriteWorkers bounds the partitions PutBatch writes concurrently (a
-	// sequencer flush writes one partition per workspace). Default 32: a
-	// flush of 500 workspaces took 58 ms with 8 and 18 ms with 32 on one
-	// local node.
+	// sequencer flush writes one partition per workspace, a trust2 group
+	// one per record partition). Default storage.DefaultWriteWorkers.
 	WriteWorkers int
 
 	// Logger receives the driver's messages and unknown LWT outcomes.
