@@ -26,7 +26,6 @@ const (
 	DefaultNumConns          = 2
 	DefaultBatchRows         = 100
 	DefaultBatchBytes        = 32 << 10
-	DefaultWriteWorkers      = storage.DefaultWriteWorkers
 	// DefaultAttemptTimeout: a LAN round trip plus a replica's write is a
 	// few milliseconds, so a second without an answer means the host, not
 	// the query, is slow; four more seconds remain for other hosts.
@@ -233,7 +232,7 @@ func (o *Options) EnsureDefaults() {
 		o.BatchBytes = DefaultBatchBytes
 	}
 	if o.WriteWorkers == 0 {
-		o.WriteWorkers = DefaultWriteWorkers
+		o.WriteWorkers = storage.DefaultWriteWorkers
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
