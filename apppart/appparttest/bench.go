@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage"
@@ -405,10 +406,11 @@ func report(b *testing.B, lat []time.Duration, elapsed time.Duration, unit strin
 	if len(lat) == 0 || elapsed <= 0 {
 		return
 	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) / 1e3
+	var h latency.Histogram // the project's one percentile method
+	for _, d := range lat {
+		h.Record(d)
 	}
+	pct := func(q float64) float64 { return float64(h.Quantile(q).Nanoseconds()) / 1e3 }
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), unit)
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
