@@ -168,19 +168,13 @@ func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	errs := make([]error, len(events))
-	fill := func(err error) error {
-		for i := range errs {
-			errs[i] = err
-		}
-		return groupResult(events, errs)
-	}
 	if w.mu.stopped != nil {
-		return fill(w.mu.stopped)
+		return allFailed(events, w.mu.stopped)
 	}
 	if err := w.encodeLocked(events); err != nil {
-		return fill(err)
+		return allFailed(events, err)
 	}
+	errs := make([]error, len(events))
 	c := chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes}
 	for from, to := range c.chunks(events, func(i int) int { return BatchBytes(events[i], len(w.enc(i))) }) {
 		if err := w.writeChunkLocked(ctx, events[from:to], from); err != nil {

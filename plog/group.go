@@ -50,20 +50,14 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	errs := make([]error, len(events))
-	fill := func(err error) error {
-		for i := range errs {
-			errs[i] = err
-		}
-		return groupResult(events, errs)
-	}
 	if w.mu.stopped != nil {
-		return fill(w.mu.stopped)
+		return allFailed(events, w.mu.stopped)
 	}
 	encs, err := w.encodeGroup(events)
 	if err != nil {
-		return fill(err)
+		return allFailed(events, err)
 	}
+	errs := make([]error, len(events))
 	switch {
 	case w.o.Mode == ModeTrust2:
 		w.putGroupLocked(ctx, events, encs, errs)

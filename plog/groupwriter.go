@@ -81,6 +81,15 @@ func (e *GroupError) Error() string {
 	return fmt.Sprintf("plog: group at offsets %d..%d: the first %d of %d events stored, then: %v", e.First, e.Last, e.Stored(), len(e.Errs), e.Unwrap())
 }
 
+// allFailed is the *GroupError of events that all failed with err.
+func allFailed(events []*Event, err error) error {
+	errs := make([]error, len(events))
+	for i := range errs {
+		errs[i] = err
+	}
+	return groupResult(events, errs)
+}
+
 // groupResult returns nil if errs are all nil, else the *GroupError of
 // events.
 func groupResult(events []*Event, errs []error) error {
