@@ -111,8 +111,7 @@ type Partition struct {
 	closed  bool
 	stopped error // the refusal that stopped the partition
 
-	flow        *committer
-	cancelCalls func() // the sequencer storage's CancelCalls
+	flow *committer
 }
 
 // Do runs one command. On success the command's event is durable at
@@ -265,7 +264,7 @@ func (p *Partition) Close() error {
 	// replays from the event log, as for any value cleanup drops. Without
 	// a stuck call the lock comes first and cleanup lets the last flush
 	// finish.
-	cancelStuck := time.AfterFunc(closeGrace, p.cancelCalls)
+	cancelStuck := time.AfterFunc(closeGrace, p.seq.CancelStorageCalls)
 	p.flow.stop()
 	p.mu.Lock()
 	cancelStuck.Stop()

@@ -203,7 +203,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		logger: o.Logger, mode: o.Mode, epoch: own.Owner.Epoch(), deadline: o.LeaseDeadline, hooks: o.Hooks,
-		seq: seq, cleanup: cleanup, cancelCalls: ss.CancelCalls,
+		seq: seq, cleanup: cleanup,
 		flow: newCommitter(flowConfig{
 			log: log, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
 			hooks: o.Hooks, logger: o.Logger,

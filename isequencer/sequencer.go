@@ -282,6 +282,18 @@ func (s *Sequencer) cleanup() {
 	})
 }
 
+// CancelStorageCalls cancels the storage calls in flight and fails later
+// ones if SeqStorage is an ISeqStorageCanceler (decided once, by New), and
+// does nothing otherwise. cleanup calls it after its grace; an owner may
+// call it earlier, at any time and from any goroutine, to unblock a caller
+// waiting in Next for a numbers read (that Next fails). The sequencer must
+// not be used after it, but for cleanup.
+func (s *Sequencer) CancelStorageCalls() {
+	if s.cancelStorage != nil {
+		s.cancelStorage()
+	}
+}
+
 func (s *Sequencer) wake() {
 	select {
 	case s.signal <- struct{}{}:
