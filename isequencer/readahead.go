@@ -21,7 +21,7 @@ import (
 // its positions):
 //
 //   - the worker counts completed writes (writeGen) and, for the last
-//     filterWindow of them, keeps the sorted list of the workspaces each
+//     listWindow of them, keeps the sorted list of the workspaces each
 //     wrote (recorded before the count and the ring head are published);
 //   - ReadAhead notes writeGen and actGen before it reads;
 //   - Next takes the overlay (loading the ring head), then loads writeGen
@@ -33,9 +33,9 @@ import (
 // recorded while read-ahead was off has no list and invalidates every
 // read-ahead that spans it.
 
-// filterWindow is the number of completed writes whose lists are kept: a
+// listWindow is the number of completed writes whose lists are kept: a
 // read-ahead older than that is read again.
-const filterWindow = 32
+const listWindow = 32
 
 // maxReadAheads bounds the read-ahead results waiting for their
 // transaction; ReadAhead drops its result beyond it.
@@ -82,7 +82,7 @@ type readAheadState struct {
 
 	mu      sync.Mutex
 	entries map[WSID]readAheadEntry
-	written []writeRecord // ring of filterWindow records, by gen; nil until on
+	written []writeRecord // ring of listWindow records, by gen; nil until on
 	// closed (under mu) refuses new reads: cleanup sets it, then waits for
 	// calls, the reads in flight (Add only under mu while !closed).
 	closed bool
@@ -175,7 +175,7 @@ func (ra *readAheadState) take(ws WSID, kind WSKind) ([]Number, bool) {
 		return nil, false
 	}
 	for g := e.writeGen + 1; g <= ra.writeGen.Load(); g++ {
-		if r := &ra.written[g%filterWindow]; r.gen != g || r.holds(ws) {
+		if r := &ra.written[g%listWindow]; r.gen != g || r.holds(ws) {
 			ra.stale.Add(1)
 			return nil, false
 		}
@@ -188,7 +188,7 @@ func (ra *readAheadState) take(ws WSID, kind WSKind) ([]Number, bool) {
 // began since its read and the writes since are within the window.
 func (ra *readAheadState) currentLocked(e readAheadEntry) bool {
 	now := ra.writeGen.Load()
-	return ra.actGen.Load() == e.actGen && now-e.writeGen <= filterWindow &&
+	return ra.actGen.Load() == e.actGen && now-e.writeGen <= listWindow &&
 		(now == e.writeGen || ra.written != nil)
 }
 
@@ -226,9 +226,9 @@ func (ra *readAheadState) completed(ws []WSID, known bool) {
 	if ra.on.Load() {
 		ra.mu.Lock()
 		if ra.written == nil {
-			ra.written = make([]writeRecord, filterWindow)
+			ra.written = make([]writeRecord, listWindow)
 		}
-		r := &ra.written[gen%filterWindow]
+		r := &ra.written[gen%listWindow]
 		r.gen, r.known, r.ws = gen, known, append(r.ws[:0], ws...)
 		ra.mu.Unlock()
 	}

@@ -142,9 +142,11 @@ type callerState struct {
 //
 // Flush also appends a mark (the transaction's next offset, and the ring
 // tail after its values) to a single-producer ring, marks, published by
-// markTailPub after the values. The worker reads markTailPub, then the
-// marks, and writes ring values and claims offsets only up to the last
-// mark the watermark covers: the offset it writes never claims values it
+// markTailPub after the values. The worker reads the watermark, then
+// markTailPub, then the marks (so every transaction the watermark covers,
+// an overflowed one too, has its mark and values published), and writes
+// ring values and claims offsets only up to the last mark the watermark
+// covers: the offset it writes never claims values it
 // does not write, nor an event not durable. There is one write path: with
 // GroupCommit the watermark is Durable's, without it Flush moves it past
 // its own mark (the caller wrote the event before Flush).

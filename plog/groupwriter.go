@@ -118,7 +118,10 @@ func notWritten(part, e, failedAt uint64, cause error) error {
 // cell's value and timestamp; partition keys are not counted): the event
 // row and one row per record (an 8-byte ID and an 8-byte offset). The
 // records count even where they go in a batch of their own, so a chunk's
-// batches are never larger than this.
+// batches are never larger than the sum over its events, plus, in fenced
+// mode, the fence row and its condition (a few dozen bytes). Every chunk
+// near the cap is above Cassandra's batch_size_warn_threshold (5 KiB):
+// the node logs a warning for it, by design.
 func BatchBytes(e *Event, encLen int) int {
 	const row = 8 + 8 + 8 // clustering, liveness timestamp, cell timestamp
 	return encLen + row + len(e.Records)*(row+8)
