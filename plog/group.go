@@ -13,10 +13,10 @@ import (
 
 // maxRecordBatchesInFlight bounds insertGroupRecords: at most this many
 // conditional record batches (ApplyBatchIf, one per event and record
-// partition) of one group are in flight at once. A group of a few hundred
-// events with one record partition each is still written in one round; a
-// group touching more record partitions waits for a slot instead of
-// opening a request per partition.
+// partition) of one group are in flight at once, each on a partition of
+// its own. A group of a few hundred events with one record partition each
+// is still written in one round; a group touching more record partitions
+// waits for a slot instead of opening a request per partition.
 const maxRecordBatchesInFlight = 256
 
 // maxChunksInFlight bounds the trust-2 chunks of one group (one PutBatch
@@ -290,8 +290,12 @@ func (w *Writer) failAfter(events []*Event, errs []error, failed, from int) {
 
 // insertGroupRecords inserts the records of events (whose events are
 // stored) if absent, one conditional batch per event and record partition,
-// concurrently (at most maxRecordBatchesInFlight at once), and sets each
-// event's error from its own batches.
+// and sets each event's error from its own batches. Batches on different
+// partitions go concurrently (at most maxRecordBatchesInFlight partitions
+// at once); those on one partition go one after another, in the group's
+// order: concurrent conditional batches on one partition contend for its
+// Paxos round and time out (a group of 1,500 events of one workspace,
+// all in flight, timed out on a single Cassandra node).
 func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs []error) {
 	type batch struct {
 		event int
@@ -300,16 +304,26 @@ func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs [
 		err   error
 	}
 	var batches []*batch
+	byPartition := map[string][]*batch{}
+	var partitions []string // in order of first appearance
 	for i, e := range events {
 		for run := range partitionRuns(appendRecordRows(nil, e)) {
-			batches = append(batches, &batch{event: i, rows: run})
+			b := &batch{event: i, rows: run}
+			batches = append(batches, b)
+			k := string(run[0].PKey)
+			if _, seen := byPartition[k]; !seen {
+				partitions = append(partitions, k)
+			}
+			byPartition[k] = append(byPartition[k], b)
 		}
 	}
 	var eg errgroup.Group // not WithContext: one batch's error cancels no other
 	eg.SetLimit(maxRecordBatchesInFlight)
-	for _, b := range batches {
+	for _, k := range partitions {
 		eg.Go(func() error {
-			b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, absent(b.rows), b.rows)
+			for _, b := range byPartition[k] {
+				b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, absent(b.rows), b.rows)
+			}
 			return nil // each batch's error is its own: b.err sets its event's
 		})
 	}

@@ -131,3 +131,60 @@ func TestWriteGroupRecordBatchesBounded(t *testing.T) {
 	}
 	assert.NoError(t, w.Stopped())
 }
+
+// onePartitionAtATime wraps a store with only storage.Storage's methods and
+// records, per record partition, the most conditional batches in flight at
+// once (each held briefly, so that overlaps show).
+type onePartitionAtATime struct {
+	storage.Storage
+	mu       sync.Mutex
+	inFlight map[string]int
+	maxSeen  int
+	calls    int
+}
+
+func (o *onePartitionAtATime) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	if !bytes.HasPrefix(pKey, binary.BigEndian.AppendUint16(nil, RecordsView)) {
+		return o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+	}
+	k := string(pKey)
+	o.mu.Lock()
+	o.calls++
+	o.inFlight[k]++
+	o.maxSeen = max(o.maxSeen, o.inFlight[k])
+	o.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	defer func() {
+		o.mu.Lock()
+		o.inFlight[k]--
+		o.mu.Unlock()
+	}()
+	return o.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+}
+
+// TestWriteGroupRecordsOfOnePartitionInTurn: a trust-0 group of 40 events
+// of one workspace, whose records share one record partition, sends their
+// conditional batches on that partition one at a time (concurrent ones
+// contend for its Paxos round and time out on Cassandra), and stores
+// every record.
+func TestWriteGroupRecordsOfOnePartitionInTurn(t *testing.T) {
+	const n = 40
+	m := mem.New(mem.Options{})
+	t.Cleanup(func() { _ = m.Close() })
+	st := &onePartitionAtATime{Storage: m, inFlight: map[string]int{}}
+	w := newWriter(t, st, ModeTrust0)
+	g := make([]*Event, n)
+	for i := range g {
+		off := isequencer.PLogOffset(1 + i)
+		g[i] = testEvent(off, RecordID(100+i)) // one workspace, one record partition
+	}
+	require.NoError(t, w.WriteGroup(context.Background(), g))
+	assert.Equal(t, n, st.calls, "one record batch per event")
+	assert.Equal(t, 1, st.maxSeen, "record batches on one partition in flight at once")
+	for _, e := range g {
+		id := e.Records[0]
+		v, ok := getRow(t, m, RecordPKey(e.WSID, id), RecordCCols(id))
+		require.True(t, ok, "record %d", id)
+		assert.Equal(t, RecordValue(e.Offset), v)
+	}
+}
