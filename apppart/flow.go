@@ -112,25 +112,31 @@ type groupOutcome struct {
 	// errs[i] is event i's outcome, as groupLog reports it: nil stored,
 	// refused (plog.ErrConflict, plog.ErrFenced), else unknown.
 	errs []error
-	// stored is the length of the group's stored prefix: errs[:stored]
-	// are nil, and events from the first failed one on are not durable.
-	stored int
+}
+
+// stored is the length of the group's stored prefix: errs[:stored] are
+// nil, and events from the first failed one on are not durable.
+func (o *groupOutcome) stored() int {
+	if i := slices.IndexFunc(o.errs, func(err error) bool { return err != nil }); i >= 0 {
+		return i
+	}
+	return len(o.errs)
 }
 
 // ok reports that every event of the group is stored.
-func (o *groupOutcome) ok() bool { return o.stored == len(o.errs) }
+func (o *groupOutcome) ok() bool { return o.stored() == len(o.errs) }
 
 // cause is the first failed event's error (nil if ok).
 func (o *groupOutcome) cause() error {
 	if o.ok() {
 		return nil
 	}
-	return o.errs[o.stored]
+	return o.errs[o.stored()]
 }
 
 // failedAt is the first failed event's offset.
 func (o *groupOutcome) failedAt() isequencer.PLogOffset {
-	return o.first + isequencer.PLogOffset(o.stored)
+	return o.first + isequencer.PLogOffset(o.stored())
 }
 
 // refused reports that the first failed event was refused: the partition
@@ -184,14 +190,10 @@ func (c *committer) failure() *groupOutcome {
 // command queued so far (their offsets follow the failed group's). The
 // caller enqueues nothing concurrently.
 func (c *committer) resume() {
+	c.failHalted()
 	c.mu.Lock()
-	o := c.mu.halted
-	queued := c.queue.Drain()
 	c.mu.halted = nil
 	c.mu.Unlock()
-	if o != nil {
-		failBehind(queued, o.err())
-	}
 }
 
 // stop stops the goroutine and fails what is still queued with ErrClosed.
@@ -321,15 +323,12 @@ func (c *committer) write(group []*pending) *groupOutcome {
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.timeout)
 	c.cfg.log.writeGroup(ctx, events, o.errs)
 	cancel()
-	o.stored = slices.IndexFunc(o.errs, func(err error) bool { return err != nil })
-	if o.stored < 0 {
-		o.stored = len(group)
-		if c.cfg.hooks.AfterGroupWrite != nil {
-			c.cfg.hooks.AfterGroupWrite(o.first, o.last)
-		}
+	stored := o.stored()
+	if stored == len(group) && c.cfg.hooks.AfterGroupWrite != nil {
+		c.cfg.hooks.AfterGroupWrite(o.first, o.last)
 	}
-	if o.stored > 0 {
-		c.cfg.durable.Durable(group[o.stored-1].ev.Offset + 1)
+	if stored > 0 {
+		c.cfg.durable.Durable(group[stored-1].ev.Offset + 1)
 	}
 	return o
 }

@@ -15,17 +15,11 @@ type groupLog interface {
 	writeGroup(ctx context.Context, events []*plog.Event, errs []error)
 }
 
-// fencedLog is the groupLog of fenced mode.
-type fencedLog struct{ w *plog.FencedWriter }
+// writerLog is the groupLog of every mode: a plog.Writer (the trust
+// modes) or a plog.FencedWriter.
+type writerLog struct{ w plog.GroupWriter }
 
-func (l fencedLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
-	writeGroup(ctx, l.w, events, errs)
-}
-
-// trustLog is the groupLog of the trust modes.
-type trustLog struct{ w *plog.Writer }
-
-func (l trustLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
+func (l writerLog) writeGroup(ctx context.Context, events []*plog.Event, errs []error) {
 	writeGroup(ctx, l.w, events, errs)
 }
 

@@ -154,11 +154,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, err
 	}
-	versions := own.Owner.Versions()
-	var epoch uint64 // the fenced mode's: its fences
-	if fenced {
-		epoch = own.Owner.Epoch()
-	}
+	versions, epoch := own.Owner.Versions(), own.Owner.Epoch()
 	// What the stores can do, found once for every user of each.
 	seqCaps, appCaps := storage.Probe(o.Storage), storage.Probe(o.AppStorage)
 	ss, err := seqstorage.New(seqstorage.Options{
@@ -196,13 +192,13 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	var log groupLog = trustLog{w}
+	var log groupLog = writerLog{w}
 	if fenced {
-		log = fencedLog{fw}
+		log = writerLog{fw}
 	}
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
-		logger: o.Logger, mode: o.Mode, epoch: own.Owner.Epoch(), deadline: o.LeaseDeadline, hooks: o.Hooks,
+		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks,
 		seq: seq, cleanup: cleanup,
 		flow: newCommitter(flowConfig{
 			log: log, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,

@@ -139,5 +139,5 @@ func TestOpenEventShape(t *testing.T) {
 		require.True(t, ok, "record %d", id)
 		assert.Equal(t, plog.RecordValue(r.Offset), v)
 	}
-	assert.Equal(t, plog.ModeTrust0, p.flow.cfg.log.(trustLog).w.Mode())
+	assert.Equal(t, plog.ModeTrust0, p.flow.cfg.log.(writerLog).w.(*plog.Writer).Mode())
 }
