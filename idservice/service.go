@@ -161,12 +161,8 @@ func (s *Service) check(ctx context.Context) {
 	for _, name := range layoutNames {
 		slot := s.layouts[name]
 		cur := slot.cur.Load()
-		if cur != nil && !cur.lost.Load() {
-			// A Next proves the lease held (it checks the local deadline);
-			// the ID is dropped, which timeshard IDs allow.
-			if _, err := cur.g.Next(ctx); errors.Is(err, timeshard.ErrLeaseLost) {
-				cur.lost.Store(true)
-			}
+		if cur != nil && !cur.lost.Load() && errors.Is(cur.g.LeaseErr(), timeshard.ErrLeaseLost) {
+			cur.lost.Store(true)
 		}
 		if cur != nil && !cur.lost.Load() || ctx.Err() != nil {
 			continue

@@ -290,6 +290,18 @@ func (g *Generator) Next(ctx context.Context) (int64, error) {
 	}
 }
 
+// LeaseErr returns nil while Next may hand out IDs as far as the node
+// lease goes, an error wrapping ErrLeaseLost once the lease is lost or past
+// its local deadline, and ErrClosed after Close. It takes no ID.
+func (g *Generator) LeaseErr() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.mu.closed {
+		return ErrClosed
+	}
+	return g.leaseErr(g.o.Clock.Now())
+}
+
 // leaseErr reports a lost lease, or one whose local deadline has passed
 // although its timer has not fired yet.
 // Called with g.mu held; the deadline is re-read from the lease only

@@ -187,10 +187,14 @@ func TestLeaseLossStopsGeneration(t *testing.T) {
 	g := open(t, fs, clk, o)
 	_, err = nextAfter(t, g, clk, time.Millisecond)
 	require.NoError(t, err)
+	require.NoError(t, g.LeaseErr(), "a held lease")
+	issued := g.Stats().Issued
 	// Renewals fail from now on; the lease's local deadline is 2 s after
 	// its write (3 s TTL - 1 s skew).
 	require.NoError(t, fs.SetRules(faulty.Rule{Ops: []string{faulty.OpCompareAndSwap}, Action: faulty.Fail}))
 	clk.Advance(2 * time.Second)
+	assert.ErrorIs(t, g.LeaseErr(), timeshard.ErrLeaseLost, "LeaseErr sees the passed deadline")
+	assert.Equal(t, issued, g.Stats().Issued, "LeaseErr takes no ID")
 	_, err = g.Next(context.Background())
 	assert.ErrorIs(t, err, timeshard.ErrLeaseLost)
 	fs.Clear()
