@@ -151,18 +151,54 @@ func (s *Sequencer) beginActualize() {
 	s.m.Unflushed(0)
 }
 
-// endActualize installs what the actualization read: stored, the stored
-// next PLog offset, and the largest number per key of the events
-// replayed from max(stored, 1) on (events of them, the last at offset
-// last). It hands rec over (the next write holds it), sets the next offset
-// Start returns, and lets the caller in. It returns that offset. Worker
-// side, after beginActualize.
-func (s *Sequencer) endActualize(stored PLogOffset, rec map[NumberKey]Number, events int, last PLogOffset) PLogOffset {
-	from := max(stored, 1)
-	next := from
-	if events > 0 {
-		next = last + 1
+// replay gathers what an actualization reads from the PLog from offset
+// from on: the largest number per key, the events read and the last
+// offset.
+type replay struct {
+	from, last PLogOffset
+	events     int
+	rec        map[NumberKey]Number
+}
+
+// reset starts the replay (again, after a failed read) from offset from.
+func (r *replay) reset(from PLogOffset) {
+	if r.rec == nil {
+		r.rec = make(map[NumberKey]Number)
 	}
+	clear(r.rec)
+	r.from, r.last, r.events = from, 0, 0
+}
+
+// add is ActualizeSequencesFromPLog's batcher: it takes the event at
+// offset, which must follow the previous one.
+func (r *replay) add(batch []SeqValue, offset PLogOffset) error {
+	if offset < r.from || (r.events > 0 && offset <= r.last) {
+		return fmt.Errorf("PLog event at offset %d out of order (from %d, previous %d)", offset, r.from, r.last)
+	}
+	for _, v := range batch {
+		if v.Value > r.rec[v.Key] {
+			r.rec[v.Key] = v.Value
+		}
+	}
+	r.events++
+	r.last = offset
+	return nil
+}
+
+// endActualize installs what the actualization read: stored, the stored
+// next PLog offset, and r, the replay from max(stored, 1) on. It takes
+// r's numbers over as they are (the next write holds them and sorts its
+// batch anyway, so nothing here delays the first Start) and sets the next
+// offset Start returns (open then lets the caller in). It returns that
+// offset and the numbers recovered. Worker side, after beginActualize.
+func (s *Sequencer) endActualize(stored PLogOffset, r *replay) (next PLogOffset, recovered int) {
+	from := max(stored, 1)
+	next = from
+	if r.events > 0 {
+		next = r.last + 1
+	}
+	rec := r.rec
+	r.rec = nil
 	if invariants && next < s.worker.lastSeen {
 		panic(fmt.Sprintf("isequencer: invariant: next PLog offset went back from %d to %d", s.worker.lastSeen, next))
 	}
@@ -179,7 +215,7 @@ func (s *Sequencer) endActualize(stored PLogOffset, rec map[NumberKey]Number, ev
 	// Every event below next was read from the PLog: it is durable.
 	s.worker.claim = next
 	s.shared.watermark.v.Store(uint64(next))
-	return next
+	return next, len(rec)
 }
 
 // open lets the caller in after endActualize (and after the metrics that

@@ -57,20 +57,12 @@ func (w *syncWorker) step() bool {
 			w.stored, w.readStored = stored, true
 			return true
 		}
-		from := max(w.stored, 1)
-		rec := map[NumberKey]Number{}
-		events, last := 0, PLogOffset(0)
-		err := w.st.ActualizeSequencesFromPLog(context.Background(), from, func(batch []SeqValue, offset PLogOffset) error {
-			for _, v := range batch {
-				rec[v.Key] = max(rec[v.Key], v.Value)
-			}
-			events, last = events+1, offset
-			return nil
-		})
-		if err != nil {
+		var r replay
+		r.reset(max(w.stored, 1))
+		if err := w.st.ActualizeSequencesFromPLog(context.Background(), r.from, r.add); err != nil {
 			return true
 		}
-		s.endActualize(w.stored, rec, events, last)
+		s.endActualize(w.stored, &r)
 		s.open()
 		w.actualizing = false
 		return true

@@ -185,7 +185,7 @@ type sharedState struct {
 type workerState struct {
 	wbuf          []SeqValue
 	wsBuf         []WSID // the workspaces of the write in flight (readahead.go)
-	replay        map[NumberKey]Number
+	replay        replay
 	lastSeen      PLogOffset
 	head          uint64     // the worker's copy of shared.ringHead
 	mhead         uint64     // the worker's copy of shared.markHead

@@ -111,36 +111,15 @@ func (s *Sequencer) actualize() bool {
 	}) {
 		return false
 	}
-	from := max(stored, 1)
-	events := 0
-	var last PLogOffset
+	r := &s.worker.replay
 	if !s.retry(opActualizeFromPLog, func() (bool, error) {
-		if s.worker.replay == nil {
-			s.worker.replay = make(map[NumberKey]Number)
-		}
-		clear(s.worker.replay)
-		events, last = 0, 0
-		return false, s.p.SeqStorage.ActualizeSequencesFromPLog(s.ctx, from, func(batch []SeqValue, offset PLogOffset) error {
-			if offset < from || (events > 0 && offset <= last) {
-				return fmt.Errorf("PLog event at offset %d out of order (from %d, previous %d)", offset, from, last)
-			}
-			for _, v := range batch {
-				if v.Value > s.worker.replay[v.Key] {
-					s.worker.replay[v.Key] = v.Value
-				}
-			}
-			events++
-			last = offset
-			return nil
-		})
+		r.reset(max(stored, 1))
+		return false, s.p.SeqStorage.ActualizeSequencesFromPLog(s.ctx, r.from, r.add)
 	}) {
 		return false
 	}
-	// Hand the replay map over as is: the write that holds it sorts its
-	// batch anyway, so nothing here delays the first Start.
-	rec := s.worker.replay
-	s.worker.replay = nil
-	next := s.endActualize(stored, rec, events, last)
+	events := r.events
+	next, recovered := s.endActualize(stored, r)
 	took := time.Since(began)
 	// Reported before Start can succeed, so that a caller's first
 	// transaction sees the actualization counted.
@@ -148,7 +127,7 @@ func (s *Sequencer) actualize() bool {
 	s.open()
 	s.p.Logger.Info("isequencer: actualized",
 		"stored_next_plog_offset", stored, "events_replayed", events,
-		"numbers_recovered", len(rec), "next_plog_offset", next, "took", took)
+		"numbers_recovered", recovered, "next_plog_offset", next, "took", took)
 	return true
 }
 
