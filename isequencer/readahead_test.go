@@ -130,7 +130,11 @@ func TestReadAheadKeptAcrossALargeWrite(t *testing.T) {
 	writes := s.readAhead.writeGen.Load()
 	s.ReadAhead(kindUser, 7)
 	s.Durable(PLogOffset(others + 1))
-	waitFor(t, "the write", func() bool { _, next := st.stored(); return next == PLogOffset(others+1) })
+	// The storage holds the write before the worker counts it: wait for
+	// the count.
+	waitFor(t, "the write", func() bool { return s.readAhead.writeGen.Load() > writes })
+	_, next := st.stored()
+	require.Equal(t, PLogOffset(others+1), next, "one write held every transaction")
 	require.Equal(t, writes+1, s.readAhead.writeGen.Load(), "one write")
 	reads := st.readCount()
 	assert.Equal(t, Number(1), takeOne(t, s, 7))
