@@ -312,14 +312,14 @@ func TestWriteFollowsGivenCapabilities(t *testing.T) {
 	batch := []isequencer.SeqValue{{Key: key(1, 1), Value: 1}, {Key: key(2, 1), Value: 2}, {Key: key(3, 1), Value: 3}}
 	multi := &countingMulti{Store: mem.New(mem.Options{})}
 	defer multi.Close()
-	require.True(t, storage.Probe(multi).PutBatchOneTransaction)
+	require.True(t, storage.Probe(multi).PutBatchOneTransaction())
 	require.NoError(t, newStorage(t, Options{Storage: multi, Capabilities: &storage.Capabilities{}}).WriteValuesAndNextPLogOffset(batch, 4))
 	assert.EqualValues(t, 3+1, multi.putBatches.Load(), "one per workspace and one for the offset")
 
 	counting := drivertest.NewCounting(drivertest.ContractOnly(mem.New(mem.Options{})))
 	defer counting.Close()
-	require.False(t, storage.Probe(counting).PutBatchOneTransaction)
-	caps := storage.Capabilities{PutBatchOneTransaction: true}
+	require.False(t, storage.Probe(counting).PutBatchOneTransaction())
+	caps := storage.Capabilities{MultiApplier: multi} // says: one transaction per PutBatch
 	require.NoError(t, newStorage(t, Options{Storage: counting, Capabilities: &caps}).WriteValuesAndNextPLogOffset(batch, 4))
 	assert.EqualValues(t, 1+1, counting.Calls(faulty.OpPutBatch), "one for the numbers, one for the offset")
 }

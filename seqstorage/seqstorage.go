@@ -152,7 +152,7 @@ type Storage struct {
 	reader plog.PLogReader
 	batch  []isequencer.SeqValue // reused by ActualizeSequencesFromPLog
 	// oneCall: Options.Storage's PutBatch is one transaction
-	// (storage.Capabilities.PutBatchOneTransaction): the numbers are
+	// (storage.Capabilities.PutBatchOneTransaction()): the numbers are
 	// written with one PutBatch.
 	oneCall bool
 	life    context.Context // the lifetime context; done after CancelCalls
@@ -175,7 +175,7 @@ func New(o Options) (*Storage, error) {
 		probed := storage.Probe(o.Storage)
 		caps = &probed
 	}
-	oneCall := caps.PutBatchOneTransaction
+	oneCall := caps.PutBatchOneTransaction()
 	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader, oneCall: oneCall}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {

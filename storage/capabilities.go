@@ -12,15 +12,6 @@ type Capabilities struct {
 	// metrics still apply.
 	MultiApplier MultiApplier
 
-	// PutBatchOneTransaction: PutBatch writes its rows, of any partitions,
-	// in one transaction: on a nil error all are durable, on an error none
-	// is (or, for an unknown outcome, all or none). Without it PutBatch is
-	// atomic per partition at most (see Storage.PutBatch), and a caller
-	// that must know which partitions were written writes them apart.
-	// True exactly when MultiApplier is not nil: a MultiApplier driver
-	// commits PutBatch as one transaction too.
-	PutBatchOneTransaction bool
-
 	// GroupCommitter, when not nil, reports the commits a store that
 	// commits concurrent callers' writes together made (see
 	// GroupCommitter). It changes no write path; benchmarks read it.
@@ -35,7 +26,15 @@ type Capabilities struct {
 func Probe(st Storage) Capabilities {
 	var c Capabilities
 	c.MultiApplier, _ = AsMultiApplier(st)
-	c.PutBatchOneTransaction = c.MultiApplier != nil
 	c.GroupCommitter, _ = AsGroupCommitter(st)
 	return c
 }
+
+// PutBatchOneTransaction reports that PutBatch writes its rows, of any
+// partitions, in one transaction: on a nil error all are durable, on an
+// error none is (or, for an unknown outcome, all or none). Without it
+// PutBatch is atomic per partition at most (see Storage.PutBatch), and a
+// caller that must know which partitions were written writes them apart.
+// It holds exactly when MultiApplier is set: a MultiApplier driver commits
+// PutBatch as one transaction too.
+func (c Capabilities) PutBatchOneTransaction() bool { return c.MultiApplier != nil }

@@ -48,7 +48,7 @@ func TestProbeThroughWrappers(t *testing.T) {
 			if got.MultiApplier != nil {
 				assert.Equal(t, tc.st, got.MultiApplier, "the outermost wrapper, whose faults and metrics apply")
 			}
-			assert.Equal(t, tc.wOneTx, got.PutBatchOneTransaction, "PutBatchOneTransaction")
+			assert.Equal(t, tc.wOneTx, got.PutBatchOneTransaction(), "PutBatchOneTransaction")
 			assert.Equal(t, tc.wGroupCo, got.GroupCommitter != nil, "GroupCommitter")
 		})
 	}
