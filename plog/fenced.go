@@ -40,12 +40,7 @@ type FencedWriterOptions struct {
 
 // EnsureDefaults sets zero fields to their defaults.
 func (o *FencedWriterOptions) EnsureDefaults() {
-	if o.MaxGroupEvents == 0 {
-		o.MaxGroupEvents = DefaultMaxGroupEvents
-	}
-	if o.MaxGroupBytes == 0 {
-		o.MaxGroupBytes = DefaultMaxGroupBytes
-	}
+	defaultCaps(&o.MaxGroupEvents, &o.MaxGroupBytes)
 }
 
 // Validate reports every problem of o at once. Call it after
@@ -109,7 +104,7 @@ func NewFencedWriter(o FencedWriterOptions) (*FencedWriter, error) {
 		return nil, err
 	}
 	w := &FencedWriter{o: o}
-	w.ma = capabilities(o.Capabilities, o.Storage).MultiApplier
+	w.ma = storage.CapabilitiesOf(o.Capabilities, o.Storage).MultiApplier
 	return w, nil
 }
 

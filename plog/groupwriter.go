@@ -142,6 +142,16 @@ const (
 // chunker splits groups by a writer's MaxGroupEvents and MaxGroupBytes.
 type chunker struct{ maxEvents, maxBytes int }
 
+// defaultCaps sets a writer's zero chunk caps to their defaults.
+func defaultCaps(maxEvents, maxBytes *int) {
+	if *maxEvents == 0 {
+		*maxEvents = DefaultMaxGroupEvents
+	}
+	if *maxBytes == 0 {
+		*maxBytes = DefaultMaxGroupBytes
+	}
+}
+
 // validateCaps reports every problem of a writer's MaxGroupEvents and
 // MaxGroupBytes.
 func validateCaps(maxEvents, maxBytes int) []error {

@@ -45,12 +45,7 @@ type WriterOptions struct {
 
 // EnsureDefaults sets zero fields to their defaults.
 func (o *WriterOptions) EnsureDefaults() {
-	if o.MaxGroupEvents == 0 {
-		o.MaxGroupEvents = DefaultMaxGroupEvents
-	}
-	if o.MaxGroupBytes == 0 {
-		o.MaxGroupBytes = DefaultMaxGroupBytes
-	}
+	defaultCaps(&o.MaxGroupEvents, &o.MaxGroupBytes)
 }
 
 // Validate reports every problem of o at once. Call it after
@@ -88,16 +83,8 @@ func NewWriter(o WriterOptions) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{o: o}
-	w.ma = capabilities(o.Capabilities, o.Storage).MultiApplier
+	w.ma = storage.CapabilitiesOf(o.Capabilities, o.Storage).MultiApplier
 	return w, nil
-}
-
-// capabilities returns *c, or st's probed when c is nil.
-func capabilities(c *storage.Capabilities, st storage.Storage) storage.Capabilities {
-	if c != nil {
-		return *c
-	}
-	return storage.Probe(st)
 }
 
 func (w *Writer) chunker() chunker { return chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes} }

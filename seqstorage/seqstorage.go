@@ -170,12 +170,7 @@ func New(o Options) (*Storage, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	caps := o.Capabilities
-	if caps == nil {
-		probed := storage.Probe(o.Storage)
-		caps = &probed
-	}
-	oneCall := caps.PutBatchOneTransaction()
+	oneCall := storage.CapabilitiesOf(o.Capabilities, o.Storage).PutBatchOneTransaction()
 	s := &Storage{o: o, ad: vvmadapter.New(o.Storage, o.App), reader: o.Reader, oneCall: oneCall}
 	s.life, s.cancel = context.WithCancel(context.Background())
 	if s.reader == nil {

@@ -38,3 +38,13 @@ func Probe(st Storage) Capabilities {
 // It holds exactly when MultiApplier is set: a MultiApplier driver commits
 // PutBatch as one transaction too.
 func (c Capabilities) PutBatchOneTransaction() bool { return c.MultiApplier != nil }
+
+// CapabilitiesOf returns *given, or st's Probe when given is nil: how a
+// user of st that may be handed its Capabilities (plog's writers,
+// seqstorage) finds them.
+func CapabilitiesOf(given *Capabilities, st Storage) Capabilities {
+	if given != nil {
+		return *given
+	}
+	return Probe(st)
+}
