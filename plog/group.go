@@ -19,17 +19,13 @@ import (
 // waits for a slot instead of opening a request per partition.
 const maxRecordBatchesInFlight = 256
 
-// maxChunksInFlight bounds the trust-2 chunks of one group (one PutBatch
-// each) written at once.
-const maxChunksInFlight = 8
-
 // WriteGroup implements GroupWriter: each event with the semantics Write
 // gives it in the writer's Mode, in fewer storage calls. Chunks are
 // written as follows.
 //
 //   - ModeTrust2: one PutBatch per chunk of its events and their records,
-//     at most maxChunksInFlight chunks at once; each event's outcome is its
-//     chunk's.
+//     in order, up to the first that fails (the later chunks are not
+//     written: ErrNotWritten); each event's outcome is its chunk's.
 //   - ModeTrust0 and ModeTrust1: one conditional batch per chunk, in order,
 //     that inserts the chunk's events if none of them exists (if one does,
 //     the chunk's events are inserted one at a time, in order, up to the
@@ -76,12 +72,14 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event) error {
 }
 
 // putGroupLocked writes a trust-2 group: one PutBatch per chunk of its
-// events and their records, chunks concurrently (at most
-// maxChunksInFlight), and sets each event's error from its chunk's.
+// events and their records, in order, and sets each event's error from
+// its chunk's. It stops at the first chunk that fails: the later chunks
+// are not written (ErrNotWritten), so the stored events of a group are
+// always a prefix of it and a failure leaves no stored event after a gap
+// (an actualization reads the PLog up to its first gap, and an event
+// stored past one would keep numbers the sequencer hands out again).
 func (w *Writer) putGroupLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) {
 	part := w.o.Partition
-	var eg errgroup.Group // not WithContext: one chunk's error cancels no other
-	eg.SetLimit(maxChunksInFlight)
 	for from, to := range w.chunker().chunks(events, func(i int) int { return BatchBytes(events[i], len(encs[i])) }) {
 		var rows []storage.Row
 		nrec := 0
@@ -90,22 +88,20 @@ func (w *Writer) putGroupLocked(ctx context.Context, events []*Event, encs [][]b
 			rows = appendRecordRows(rows, e)
 			nrec += len(e.Records)
 		}
-		eg.Go(func() error {
-			err := w.o.Versions.Stamp(rows)
-			if err == nil {
-				err = w.o.Storage.PutBatch(ctx, rows)
+		err := w.o.Versions.Stamp(rows)
+		if err == nil {
+			err = w.o.Storage.PutBatch(ctx, rows)
+		}
+		if err != nil {
+			err = fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
+				part, events[from].Offset, events[to-1].Offset, to-from, nrec, err)
+			for i := from; i < to; i++ {
+				errs[i] = err
 			}
-			if err != nil {
-				err = fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
-					part, events[from].Offset, events[to-1].Offset, to-from, nrec, err)
-				for i := from; i < to; i++ {
-					errs[i] = err
-				}
-			}
-			return nil // each chunk's error is its own: it sets its events'
-		})
+			w.failAfter(events, errs, from, to)
+			return
+		}
 	}
-	_ = eg.Wait()
 }
 
 // writeGroupLocked writes a trust-0 or trust-1 group with the calls of

@@ -314,8 +314,6 @@ func TestGroupOutcomes(t *testing.T) {
 						want[i] = oStored
 					case fault != "conflict" && k == 1:
 						want[i] = oUnknown
-					case fault != "conflict" && c.mode == ModeTrust2:
-						want[i] = oStored // its chunks are independent
 					case fault != "conflict":
 						want[i] = oNotWritten
 					case k == 1:
