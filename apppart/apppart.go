@@ -116,8 +116,9 @@ type Partition struct {
 
 // Do runs one command. On success the command's event is durable at
 // Result.Offset. Errors: ErrInvalidCommand (nothing taken), ErrBusy (retry
-// later), ErrWrite (the event was not written, or its write's outcome is
-// unknown: its numbers are not used again either way), ErrStopped (with
+// later), ErrWrite (the event was not written, and then the error wraps
+// plog.ErrNotWritten, or its write's outcome is unknown: its numbers are
+// not used again either way), ErrStopped (with
 // plog.ErrConflict: at the write that found the conflict, wrapped in
 // ErrWrite too, and for every later command), a wrapped sequencer error
 // (isequencer.ErrReadNumbers: the workspace's numbers could not be read,
@@ -204,7 +205,7 @@ func (p *Partition) settleLocked() {
 		return
 	}
 	if o.refused() {
-		p.stopped = stoppedBy(o.cause())
+		p.stopped = stoppedBy(o.refusal())
 		return
 	}
 	p.seq.Actualize()

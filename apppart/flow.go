@@ -110,7 +110,8 @@ type groupOutcome struct {
 	// first and last are the group's offsets.
 	first, last isequencer.PLogOffset
 	// errs[i] is event i's outcome, as groupLog reports it: nil stored,
-	// refused (plog.ErrConflict, plog.ErrFenced), else unknown.
+	// refused (plog.ErrConflict, plog.ErrFenced), not written
+	// (plog.ErrNotWritten), else unknown.
 	errs []error
 }
 
@@ -139,16 +140,26 @@ func (o *groupOutcome) failedAt() isequencer.PLogOffset {
 	return o.first + isequencer.PLogOffset(o.stored())
 }
 
-// refused reports that the first failed event was refused: the partition
+// refusal is the first refused event's error, nil if none was refused.
+// A refusal anywhere in the group stops the partition, even after an
+// event of unknown outcome.
+func (o *groupOutcome) refusal() error {
+	if i := slices.IndexFunc(o.errs, refused); i >= 0 {
+		return o.errs[i]
+	}
+	return nil
+}
+
+// refused reports that an event of the group was refused: the partition
 // stops.
-func (o *groupOutcome) refused() bool { return refused(o.cause()) }
+func (o *groupOutcome) refused() bool { return o.refusal() != nil }
 
 // err is the error behind the failures of a failed group's commands and
 // of the commands queued behind it.
 func (o *groupOutcome) err() error {
 	first, last, cause := o.failedAt(), o.last, o.cause()
-	if o.refused() {
-		return fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, stoppedBy(cause))
+	if r := o.refusal(); r != nil {
+		return fmt.Errorf("%w at PLog offsets %d-%d: %w", ErrWrite, first, last, stoppedBy(r))
 	}
 	return fmt.Errorf("%w at PLog offsets %d-%d (outcome unknown: the events may be stored): %w", ErrWrite, first, last, cause)
 }
@@ -257,9 +268,9 @@ func (c *committer) sleep() bool {
 // halt stops the committer at the failed group o and fails the commands
 // queued behind it.
 func (c *committer) halt(o *groupOutcome) {
-	if o.refused() {
+	if r := o.refusal(); r != nil {
 		c.cfg.logger.Error("apppart: group write refused, partition stopped",
-			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", o.cause())
+			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", r)
 	} else {
 		c.cfg.logger.Warn("apppart: group write failed, actualizing",
 			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", o.cause())
@@ -288,10 +299,11 @@ func (c *committer) failHalted() bool {
 }
 
 // failBehind fails the commands queued behind a failed group: their
-// offsets follow the failed ones and their numbers are not used.
+// offsets follow the failed ones, their numbers are not used, and they
+// were never sent (plog.ErrNotWritten).
 func failBehind(queued []*pending, err error) {
 	for _, x := range queued {
-		x.finish(fmt.Errorf("%w at PLog offset %d: an earlier group failed: %w", ErrWrite, x.ev.Offset, err))
+		x.finish(fmt.Errorf("%w at PLog offset %d: %w: an earlier group failed: %w", ErrWrite, x.ev.Offset, plog.ErrNotWritten, err))
 	}
 }
 
@@ -335,7 +347,11 @@ func (c *committer) write(group []*pending) *groupOutcome {
 
 // answer gives every command of group its own event's outcome. An event
 // stored after one whose outcome is unknown may lie beyond a gap that the
-// replay stops at: its outcome is unknown too.
+// replay stops at: its outcome is unknown too. An event stored after a
+// refused one (a trust-0 record conflict fails its own event only) is
+// answered stored: nothing after it is written (the partition stops) and
+// the next owner's replay reads it. An event plog did not send
+// (plog.ErrNotWritten) is answered not written.
 func (c *committer) answer(group []*pending, o *groupOutcome) {
 	if o.ok() {
 		c.count(len(group))
@@ -356,6 +372,9 @@ func (c *committer) answer(group []*pending, o *groupOutcome) {
 			x.finish(fmt.Errorf("%w at PLog offset %d (outcome unknown: the event is stored, after one whose write failed): %w", ErrWrite, off, err))
 		case refused(werr):
 			x.finish(fmt.Errorf("%w at PLog offset %d: %w: %w", ErrWrite, off, ErrStopped, werr))
+		case errors.Is(werr, plog.ErrNotWritten):
+			gap = true
+			x.finish(fmt.Errorf("%w at PLog offset %d (not written): %w", ErrWrite, off, werr))
 		default:
 			gap = true
 			x.finish(fmt.Errorf("%w at PLog offset %d (outcome unknown: the event may be stored): %w", ErrWrite, off, werr))

@@ -3,6 +3,7 @@ package apppart
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -154,4 +155,52 @@ func TestCommitterRefusalStops(t *testing.T) {
 	assert.True(t, c.failure().refused())
 	err = answered(t, queued(t, c, 2))
 	require.ErrorIs(t, err, ErrStopped)
+}
+
+// TestCommitterOutcomesAfterAFailure: in one group, an event of unknown
+// outcome, one plog did not send (plog.ErrNotWritten) and, later, a
+// refused one. Each command is answered its own outcome, not-written ones
+// as such; the refusal, though not the first failure, stops the
+// partition, and the commands queued behind are not written.
+func TestCommitterOutcomesAfterAFailure(t *testing.T) {
+	hold := make(chan struct{})
+	timeout := errors.New("timeout")
+	l := &scriptLog{hold: hold, outcome: func(events []*plog.Event, errs []error) {
+		for i, e := range events {
+			switch e.Offset {
+			case 3:
+				errs[i] = timeout
+			case 4:
+				errs[i] = fmt.Errorf("%w: after offset 3 failed: %w", plog.ErrNotWritten, timeout)
+			case 5:
+				errs[i] = plog.ErrConflict
+			}
+		}
+	}}
+	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet()})
+	defer c.stop()
+
+	x1 := queued(t, c, 1)
+	require.Eventually(t, func() bool { return len(l.written()) == 1 }, 10*time.Second, time.Millisecond)
+	x2, x3, x4, x5 := queued(t, c, 2), queued(t, c, 3), queued(t, c, 4), queued(t, c, 5)
+	close(hold)
+	require.NoError(t, answered(t, x1))
+	require.NoError(t, answered(t, x2))
+	err3, err4, err5 := answered(t, x3), answered(t, x4), answered(t, x5)
+	assert.Contains(t, err3.Error(), "outcome unknown")
+	require.ErrorIs(t, err4, ErrWrite)
+	require.ErrorIs(t, err4, plog.ErrNotWritten)
+	assert.Contains(t, err4.Error(), "(not written)")
+	assert.NotContains(t, err4.Error(), "outcome unknown")
+	require.ErrorIs(t, err5, ErrStopped)
+
+	o := c.failure()
+	require.NotNil(t, o)
+	assert.True(t, o.refused(), "a refusal after the first failure stops the partition")
+	require.ErrorIs(t, o.err(), ErrStopped)
+	require.ErrorIs(t, o.err(), plog.ErrConflict)
+
+	err6 := answered(t, queued(t, c, 6))
+	require.ErrorIs(t, err6, plog.ErrNotWritten, "queued behind a failed group: never sent")
+	require.ErrorIs(t, err6, ErrStopped)
 }
