@@ -27,11 +27,11 @@ type FencedWriterOptions struct {
 	// Epoch is the owner's epoch (vvmadapter.Adapter.NextEpoch), > 0.
 	// The owner runs Sweep with it before the first WriteGroup.
 	Epoch uint64
-	// MaxGroupEvents and MaxGroupBytes cap a chunk of a group, written
+	// MaxChunkEvents and MaxChunkBytes cap a chunk of a group, written
 	// with one conditional batch (see GroupWriter): its events, and their
 	// encoded bytes (an event larger than the cap is a chunk alone).
-	// Defaults DefaultMaxGroupEvents and DefaultMaxGroupBytes.
-	MaxGroupEvents, MaxGroupBytes int
+	// Defaults DefaultMaxChunkEvents and DefaultMaxChunkBytes.
+	MaxChunkEvents, MaxChunkBytes int
 	// Versions are the owner's write versions (storage.Versions of Epoch):
 	// the records, put after their events, carry them (see
 	// WriterOptions.Versions). nil: unversioned.
@@ -40,13 +40,13 @@ type FencedWriterOptions struct {
 
 // EnsureDefaults sets zero fields to their defaults.
 func (o *FencedWriterOptions) EnsureDefaults() {
-	defaultCaps(&o.MaxGroupEvents, &o.MaxGroupBytes)
+	defaultCaps(&o.MaxChunkEvents, &o.MaxChunkBytes)
 }
 
 // Validate reports every problem of o at once. Call it after
 // EnsureDefaults.
 func (o *FencedWriterOptions) Validate() error {
-	errs := validateCaps(o.MaxGroupEvents, o.MaxGroupBytes)
+	errs := validateCaps(o.MaxChunkEvents, o.MaxChunkBytes)
 	if o.Storage == nil {
 		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
 	}
@@ -170,7 +170,7 @@ func (w *FencedWriter) WriteGroup(ctx context.Context, events []*Event) error {
 		return allFailed(events, err)
 	}
 	errs := make([]error, len(events))
-	c := chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes}
+	c := chunker{w.o.MaxChunkEvents, w.o.MaxChunkBytes}
 	for from, to := range c.chunks(events, func(i int) int { return BatchBytes(events[i], len(w.enc(i))) }) {
 		if err := w.writeChunkLocked(ctx, events[from:to], from); err != nil {
 			for i := from; i < to; i++ {

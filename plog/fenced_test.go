@@ -68,15 +68,15 @@ func TestFencedRaceTakeover(t *testing.T) {
 }
 
 func TestFencedWriterOptions(t *testing.T) {
-	_, err := plog.NewFencedWriter(plog.FencedWriterOptions{MaxGroupEvents: -1, MaxGroupBytes: -2})
+	_, err := plog.NewFencedWriter(plog.FencedWriterOptions{MaxChunkEvents: -1, MaxChunkBytes: -2})
 	require.ErrorIs(t, err, plog.ErrInvalidOptions)
-	for _, want := range []string{"Storage is nil", "Epoch 0", "MaxGroupEvents -1", "MaxGroupBytes -2"} {
+	for _, want := range []string{"Storage is nil", "Epoch 0", "MaxChunkEvents -1", "MaxChunkBytes -2"} {
 		assert.Contains(t, err.Error(), want)
 	}
 	o := plog.FencedWriterOptions{}
 	o.EnsureDefaults()
-	assert.Equal(t, plog.DefaultMaxGroupEvents, o.MaxGroupEvents)
-	assert.Equal(t, 32<<10, o.MaxGroupBytes)
+	assert.Equal(t, plog.DefaultMaxChunkEvents, o.MaxChunkEvents)
+	assert.Equal(t, 32<<10, o.MaxChunkBytes)
 
 	st := mem.New(mem.Options{})
 	defer st.Close()

@@ -13,7 +13,7 @@ import (
 // WriteGroup stores events, which must have consecutive offsets in
 // ascending order (e.Partition is ignored), each with its records. The
 // group may be of any size; the writer splits it into chunks by the
-// store's limits (the writer's MaxGroupEvents, MaxGroupBytes and the
+// store's limits (the writer's MaxChunkEvents, MaxChunkBytes and the
 // PLog blocks). It returns nil when every event is
 // stored with its records; otherwise a *GroupError whose Errs[i] is event
 // i's outcome:
@@ -129,38 +129,38 @@ func BatchBytes(e *Event, encLen int) int {
 
 // Defaults of WriterOptions' and FencedWriterOptions' caps of a chunk.
 const (
-	// DefaultMaxGroupEvents caps the events of one chunk high enough that
-	// DefaultMaxGroupBytes binds first for every event that adds at least
+	// DefaultMaxChunkEvents caps the events of one chunk high enough that
+	// DefaultMaxChunkBytes binds first for every event that adds at least
 	// 32 bytes to a batch (every event does: BatchBytes): the byte cap is
 	// the store's limit, the events cap only bounds the rows of one batch.
-	DefaultMaxGroupEvents = 1024
-	// DefaultMaxGroupBytes keeps one batch (BatchBytes) well below
+	DefaultMaxChunkEvents = 1024
+	// DefaultMaxChunkBytes keeps one batch (BatchBytes) well below
 	// Cassandra's default batch_size_fail_threshold of 50 KiB.
-	DefaultMaxGroupBytes = 32 << 10
+	DefaultMaxChunkBytes = 32 << 10
 )
 
-// chunker splits groups by a writer's MaxGroupEvents and MaxGroupBytes.
+// chunker splits groups by a writer's MaxChunkEvents and MaxChunkBytes.
 type chunker struct{ maxEvents, maxBytes int }
 
 // defaultCaps sets a writer's zero chunk caps to their defaults.
 func defaultCaps(maxEvents, maxBytes *int) {
 	if *maxEvents == 0 {
-		*maxEvents = DefaultMaxGroupEvents
+		*maxEvents = DefaultMaxChunkEvents
 	}
 	if *maxBytes == 0 {
-		*maxBytes = DefaultMaxGroupBytes
+		*maxBytes = DefaultMaxChunkBytes
 	}
 }
 
-// validateCaps reports every problem of a writer's MaxGroupEvents and
-// MaxGroupBytes.
+// validateCaps reports every problem of a writer's MaxChunkEvents and
+// MaxChunkBytes.
 func validateCaps(maxEvents, maxBytes int) []error {
 	var errs []error
 	if maxEvents < 1 {
-		errs = append(errs, fmt.Errorf("%w: MaxGroupEvents %d, must be >= 1", ErrInvalidOptions, maxEvents))
+		errs = append(errs, fmt.Errorf("%w: MaxChunkEvents %d, must be >= 1", ErrInvalidOptions, maxEvents))
 	}
 	if maxBytes < 1 {
-		errs = append(errs, fmt.Errorf("%w: MaxGroupBytes %d, must be >= 1", ErrInvalidOptions, maxBytes))
+		errs = append(errs, fmt.Errorf("%w: MaxChunkBytes %d, must be >= 1", ErrInvalidOptions, maxBytes))
 	}
 	return errs
 }

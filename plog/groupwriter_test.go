@@ -140,11 +140,11 @@ func (c groupWriterCase) open(t *testing.T, maxEvents, maxBytes int) (GroupWrite
 	caps := storage.Probe(st)
 	require.Equal(t, c.ma, caps.MultiApplier != nil)
 	if c.mode == ModeFenced {
-		w, err := NewFencedWriter(FencedWriterOptions{Storage: st, Capabilities: &caps, Partition: 4, Epoch: 1, MaxGroupEvents: maxEvents, MaxGroupBytes: maxBytes})
+		w, err := NewFencedWriter(FencedWriterOptions{Storage: st, Capabilities: &caps, Partition: 4, Epoch: 1, MaxChunkEvents: maxEvents, MaxChunkBytes: maxBytes})
 		require.NoError(t, err)
 		return w, spy
 	}
-	w, err := NewWriter(WriterOptions{Storage: st, Capabilities: &caps, Partition: 4, Mode: c.mode, MaxGroupEvents: maxEvents, MaxGroupBytes: maxBytes})
+	w, err := NewWriter(WriterOptions{Storage: st, Capabilities: &caps, Partition: 4, Mode: c.mode, MaxChunkEvents: maxEvents, MaxChunkBytes: maxBytes})
 	require.NoError(t, err)
 	return w, spy
 }
@@ -215,21 +215,21 @@ func TestGroupChunks(t *testing.T) {
 }
 
 // TestTrust2GroupLargerThanAChunk: with the default caps, a trust-2 group
-// of small events, three times DefaultMaxGroupBytes across three blocks,
+// of small events, three times DefaultMaxChunkBytes across three blocks,
 // is written in several PutBatch calls, none above the caps or across a
 // block, and every event is stored.
 func TestTrust2GroupLargerThanAChunk(t *testing.T) {
 	s := eventSize(t)
-	n := 3 * DefaultMaxGroupBytes / s
+	n := 3 * DefaultMaxChunkBytes / s
 	w, spy := groupWriterCase{mode: ModeTrust2}.open(t, 0, 0)
 	g := evenGroup(4090, n)
 	require.NoError(t, w.WriteGroup(context.Background(), g))
 	batches := spy.sent()
-	assert.GreaterOrEqual(t, len(batches), 3, "at least %d bytes in %d-byte chunks", n*s, DefaultMaxGroupBytes)
+	assert.GreaterOrEqual(t, len(batches), 3, "at least %d bytes in %d-byte chunks", n*s, DefaultMaxChunkBytes)
 	var got []isequencer.PLogOffset
 	for _, b := range batches {
-		assert.LessOrEqual(t, len(b)*s, DefaultMaxGroupBytes)
-		assert.LessOrEqual(t, len(b), DefaultMaxGroupEvents)
+		assert.LessOrEqual(t, len(b)*s, DefaultMaxChunkBytes)
+		assert.LessOrEqual(t, len(b), DefaultMaxChunkEvents)
 		assert.Equal(t, uint64(b[0])>>loBits, uint64(b[len(b)-1])>>loBits, "one block")
 		got = append(got, b...)
 	}

@@ -25,11 +25,11 @@ type WriterOptions struct {
 	Capabilities *storage.Capabilities
 	// Partition is the PLog partition written.
 	Partition isequencer.PartitionID
-	// MaxGroupEvents and MaxGroupBytes cap a chunk of a group (see
+	// MaxChunkEvents and MaxChunkBytes cap a chunk of a group (see
 	// GroupWriter): its events, and their encoded bytes (an event larger
-	// than the cap is a chunk alone). Defaults DefaultMaxGroupEvents and
-	// DefaultMaxGroupBytes.
-	MaxGroupEvents, MaxGroupBytes int
+	// than the cap is a chunk alone). Defaults DefaultMaxChunkEvents and
+	// DefaultMaxChunkBytes.
+	MaxChunkEvents, MaxChunkBytes int
 	// Mode selects insert-if-not-exists or put for events and records.
 	// The zero value is ModeTrust0. ModeFenced is FencedWriter's.
 	Mode Mode
@@ -45,13 +45,13 @@ type WriterOptions struct {
 
 // EnsureDefaults sets zero fields to their defaults.
 func (o *WriterOptions) EnsureDefaults() {
-	defaultCaps(&o.MaxGroupEvents, &o.MaxGroupBytes)
+	defaultCaps(&o.MaxChunkEvents, &o.MaxChunkBytes)
 }
 
 // Validate reports every problem of o at once. Call it after
 // EnsureDefaults.
 func (o *WriterOptions) Validate() error {
-	errs := validateCaps(o.MaxGroupEvents, o.MaxGroupBytes)
+	errs := validateCaps(o.MaxChunkEvents, o.MaxChunkBytes)
 	if o.Storage == nil {
 		errs = append(errs, fmt.Errorf("%w: Storage is nil", ErrInvalidOptions))
 	}
@@ -87,7 +87,7 @@ func NewWriter(o WriterOptions) (*Writer, error) {
 	return w, nil
 }
 
-func (w *Writer) chunker() chunker { return chunker{w.o.MaxGroupEvents, w.o.MaxGroupBytes} }
+func (w *Writer) chunker() chunker { return chunker{w.o.MaxChunkEvents, w.o.MaxChunkBytes} }
 
 // Mode returns the writer's mode.
 func (w *Writer) Mode() Mode { return w.o.Mode }

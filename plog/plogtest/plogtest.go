@@ -100,7 +100,7 @@ func Span(owner Owner, from, to isequencer.PLogOffset) []Stored {
 // defaults).
 func NewWriter(tb testing.TB, st storage.Storage, part isequencer.PartitionID, epoch uint64, maxEvents, maxBytes int) *plog.FencedWriter {
 	tb.Helper()
-	w, err := plog.NewFencedWriter(plog.FencedWriterOptions{Storage: st, Partition: part, Epoch: epoch, MaxGroupEvents: maxEvents, MaxGroupBytes: maxBytes})
+	w, err := plog.NewFencedWriter(plog.FencedWriterOptions{Storage: st, Partition: part, Epoch: epoch, MaxChunkEvents: maxEvents, MaxChunkBytes: maxBytes})
 	require.NoError(tb, err)
 	return w
 }

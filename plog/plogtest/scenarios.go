@@ -52,8 +52,8 @@ func BlockBoundary(t *testing.T, st storage.Storage, part isequencer.PartitionID
 	require.NoError(t, w.Stopped())
 }
 
-// GroupCaps: MaxGroupEvents and MaxGroupBytes split a group; an event
-// above MaxGroupBytes goes alone.
+// GroupCaps: MaxChunkEvents and MaxChunkBytes split a group; an event
+// above MaxChunkBytes goes alone.
 func GroupCaps(t *testing.T, st storage.Storage, part isequencer.PartitionID) {
 	ctx := context.Background()
 	o1 := OwnerOf(part, 1)
