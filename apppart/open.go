@@ -165,16 +165,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	var w *plog.Writer
-	var fw *plog.FencedWriter
-	if fenced {
-		fw, err = plog.NewFencedWriter(plog.FencedWriterOptions{
-			Storage: o.AppStorage, Capabilities: &appCaps, Partition: o.Partition, Epoch: epoch,
-			Versions: versions,
-		})
-	} else {
-		w, err = plog.NewWriter(plog.WriterOptions{Storage: o.AppStorage, Capabilities: &appCaps, Partition: o.Partition, Mode: o.Mode, Versions: versions})
-	}
+	gw, err := newGroupWriter(o, &appCaps, epoch, versions)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -192,16 +183,12 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	var log groupLog = writerLog{w}
-	if fenced {
-		log = writerLog{fw}
-	}
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks,
 		seq: seq, cleanup: cleanup,
 		flow: newCommitter(flowConfig{
-			log: log, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
+			log: writerLog{gw}, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
 			hooks: o.Hooks, logger: o.Logger,
 		}),
 	}
@@ -260,4 +247,17 @@ func (s eventShape) fill(pe *plog.Event, off isequencer.PLogOffset, cmd Command,
 			pe.WLogOffset, wlogSet = uint64(n), true
 		}
 	}
+}
+
+// newGroupWriter returns the PLog writer of o.Mode: a plog.FencedWriter
+// of epoch in fenced mode, else a plog.Writer.
+func newGroupWriter(o OpenOptions, caps *storage.Capabilities, epoch uint64, versions *storage.Versions) (plog.GroupWriter, error) {
+	if o.Mode == plog.ModeFenced {
+		return plog.NewFencedWriter(plog.FencedWriterOptions{
+			Storage: o.AppStorage, Capabilities: caps, Partition: o.Partition, Epoch: epoch, Versions: versions,
+		})
+	}
+	return plog.NewWriter(plog.WriterOptions{
+		Storage: o.AppStorage, Capabilities: caps, Partition: o.Partition, Mode: o.Mode, Versions: versions,
+	})
 }
