@@ -103,9 +103,13 @@ func (w *syncWorker) start(t *testing.T, kind WSKind, ws WSID) PLogOffset {
 // TestCoreModel drives the core synchronously with a seeded random
 // sequence of transactions (flushed, cancelled, failed), Durable reports,
 // restarts, storage faults (failed, applied-then-failed and partial
-// writes) and worker steps at any point, with and without GroupCommit,
-// and checks every number and offset against a model of what is durable,
-// as TestModel does, but deterministically: a seed replays the same run.
+// writes), read-aheads and worker steps at any point, with and without
+// GroupCommit, and checks every number and offset against a model of what
+// is durable, as TestModel does, but deterministically: a seed replays the
+// same run. Each run draws tiny to medium MaxNumUnflushedValues and some
+// transactions larger than the ring's free space, and fails unless it
+// reached the ring's growth, the overflow path and a read-ahead that Next
+// used (and one it found stale).
 func TestCoreModel(t *testing.T) {
 	for _, group := range []bool{false, true} {
 		name := "flush"
@@ -131,8 +135,20 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	st := &flakyStorage{mockStorage: newMockStorage(), rng: rand.New(rand.NewPCG(seed, 2))}
 	tune := func(p *Params) {
-		p.MaxNumUnflushedValues = 1 + rng.IntN(40)
+		switch rng.IntN(3) {
+		case 0:
+			p.MaxNumUnflushedValues = 1 + rng.IntN(4)
+		case 1:
+			p.MaxNumUnflushedValues = 1 + rng.IntN(40)
+		default:
+			p.MaxNumUnflushedValues = 1 + rng.IntN(800)
+		}
 		p.LRUCacheSize = 3 * (1 + rng.IntN(30))
+		if rng.IntN(3) == 0 {
+			// A workspace or two: cold workspaces with values in the
+			// ring, which a read-ahead races with their write.
+			p.LRUCacheSize = 3 * (1 + rng.IntN(2))
+		}
 		p.GroupCommit = group
 	}
 	w := newSyncSequencer(t, st, tune)
@@ -144,6 +160,7 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 		taken []SeqValue
 	}
 	var pending []tx // GroupCommit: flushed, event not yet written
+	counts := map[string]int{}
 	forget := func() {
 		pending = pending[:0]
 		clear(issued)
@@ -158,29 +175,68 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 			durable[v.Key] = max(durable[v.Key], v.Value)
 		}
 	}
-	// The stored next offset never claims an event not durable, and the
-	// stored numbers cover every event it claims.
+	// writeGroup writes the events of the pending transactions, or of the
+	// first of them (Durable reports a group's events as they become
+	// durable, in order), and reports them durable.
+	writeGroup := func() {
+		n := len(pending)
+		if n > 1 && rng.IntN(3) == 0 {
+			n = 1 + rng.IntN(n-1)
+			counts["groupPrefixes"]++
+		}
+		for _, x := range pending[:n] {
+			writeEvent(x)
+		}
+		pending = append(pending[:0], pending[n:]...)
+		w.s.Durable(lastDurable + 1)
+		counts["groups"]++
+	}
+	// The stored next offset never claims an event not durable, the
+	// stored numbers cover every event it claims, and no number is stored
+	// before an event holding it is durable.
 	checkStored := func(step int) {
 		nums, next := st.stored()
 		require.LessOrEqual(t, next, lastDurable+1, "step %d: stored next offset %d past the last durable event %d (seed %d)", step, next, lastDurable, seed)
+		for k, v := range nums {
+			if v > durable[k] {
+				t.Fatalf("step %d: %v=%d stored, the largest in a durable event is %d (seed %d)", step, k, v, durable[k], seed)
+			}
+		}
 		st.mu.Lock()
 		defer st.mu.Unlock()
 		for o := max(next, 1) - 1; o >= 1 && o+64 >= next; o-- {
 			for _, v := range st.plog[o] {
-				require.GreaterOrEqual(t, nums[v.Key], v.Value, "step %d: stored next offset %d claims offset %d with %v=%d, stored %d (seed %d)", step, next, o, v.Key, v.Value, nums[v.Key], seed)
+				if nums[v.Key] < v.Value { // not require: this loop is the test's hot path
+					t.Fatalf("step %d: stored next offset %d claims offset %d with %v=%d, stored %d (seed %d)", step, next, o, v.Key, v.Value, nums[v.Key], seed)
+				}
 			}
 		}
 	}
 	kinds := []WSKind{kindApp, kindUser}
 	seqs := []SeqID{seqWLog, seqRecord, seqCDoc}
-	counts := map[string]int{}
+	// readAheadsOf adds the read-aheads w's sequencer made, used and found
+	// stale to counts (once, as w is dropped or at the end).
+	readAheadsOf := func(w *syncWorker) {
+		ra := &w.s.readAhead
+		counts["readAheads"] += int(ra.read.Load())
+		counts["readAheadsUsed"] += int(ra.used.Load())
+		counts["readAheadsStale"] += int(ra.stale.Load())
+	}
+	readAhead := func() {
+		w.s.ReadAhead(kinds[rng.IntN(len(kinds))], WSID(1+rng.IntN(40)))
+	}
+	recent := []WSID{1, 2, 3, 4} // workspaces of the last transactions
 	for step := range steps {
 		checkStored(step)
 		switch r := rng.IntN(100); {
 		case r < 2:
+			readAheadsOf(w)
 			w = newSyncSequencer(t, st, tune) // a crash: the old one is dropped
 			forget()
 			counts["restarts"]++
+			continue
+		case r < 4:
+			readAhead()
 			continue
 		case r < 5:
 			st.setRate([]float64{0, 0, 0.1, 0.4}[rng.IntN(4)])
@@ -189,15 +245,23 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 			w.step()
 			continue
 		case group && r < 50 && len(pending) > 0:
-			for _, x := range pending {
-				writeEvent(x)
-			}
-			pending = pending[:0]
-			w.s.Durable(lastDurable + 1)
-			counts["groups"]++
+			writeGroup()
 			continue
 		}
 		ws, kind := WSID(1+rng.IntN(40)), kinds[rng.IntN(len(kinds))]
+		if rng.IntN(2) == 0 {
+			ws = recent[rng.IntN(len(recent))] // perhaps with values in the ring
+		}
+		recent[step%len(recent)] = ws
+		if rng.IntN(2) == 0 {
+			// Read ahead the transaction's workspace (as a caller does
+			// before it takes its lock), perhaps with the worker
+			// writing in between.
+			w.s.ReadAhead(kind, ws)
+			for range rng.IntN(4) {
+				w.step()
+			}
+		}
 		off, ok := w.s.Start(kind, ws)
 		if !ok {
 			if group && len(pending) > 0 {
@@ -209,12 +273,7 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 					counts["actualizations"]++
 					continue
 				}
-				for _, x := range pending {
-					writeEvent(x)
-				}
-				pending = pending[:0]
-				w.s.Durable(lastDurable + 1)
-				counts["groups"]++
+				writeGroup()
 				continue
 			}
 			off = w.start(t, kind, ws)
@@ -226,11 +285,23 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 		var taken []SeqValue
 		before := map[NumberKey]Number{} // issued before this transaction, per key it took
 		failed := false
-		for range rng.IntN(4) {
-			if rng.IntN(4) == 0 {
+		size := rng.IntN(4)
+		if rng.IntN(50) == 0 {
+			// Larger than the ring's initial size, or than its free
+			// space at its limit (the overflow path).
+			size = 100 + rng.IntN(1000)
+		}
+		for range size {
+			if rng.IntN(4) == 0 && (size < 4 || rng.IntN(64) == 0) {
 				w.step() // the worker runs while the transaction is open
 			}
+			if rng.IntN(8) == 0 && (size < 4 || rng.IntN(64) == 0) {
+				readAhead() // a read-ahead of another caller
+			}
 			id := seqs[rng.IntN(len(seqs))]
+			if len(taken) > 0 && size >= 4 && rng.IntN(4) != 0 {
+				id = taken[len(taken)-1].Key.SeqID // mostly one sequence: long runs of one key
+			}
 			n, err := w.s.Next(id)
 			if _, known := testSeqTypes()[kind][id]; !known {
 				require.ErrorIs(t, err, ErrUnknownSeqID, "step %d", step)
@@ -244,6 +315,12 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 			k := NumberKey{WSID: ws, SeqID: id}
 			require.Greater(t, n, durable[k], "step %d: %v: %d not above durable (seed %d)", step, k, n, seed)
 			require.Greater(t, n, issued[k], "step %d: %v: %d not above issued (seed %d)", step, k, n, seed)
+			// The sequencer skips no number (more than ISequencer
+			// promises): the next number is the one after the largest
+			// issued and not cancelled, whether the workspace's numbers
+			// came from the cache, a read or a read-ahead, so that a
+			// stale or lost value shows as a difference.
+			require.Equal(t, max(issued[k]+1, testSeqTypes()[kind][id]), n, "step %d: %v: a number skipped (seed %d)", step, k, seed)
 			if _, ok := before[k]; !ok {
 				before[k] = issued[k]
 			}
@@ -265,16 +342,37 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 			counts["actualizations"]++
 		case group:
 			pending = append(pending, tx{off: off, taken: taken})
-			w.s.Flush()
+			flush(w.s, counts)
 		default:
 			writeEvent(tx{off: off, taken: taken})
-			w.s.Flush()
+			flush(w.s, counts)
 		}
 	}
 	for w.step() {
 	}
 	checkStored(steps)
+	readAheadsOf(w)
 	t.Logf("seed %d: %d steps, events to offset %d, %v", seed, steps, lastDurable, counts)
 	require.Positive(t, counts["actualizations"])
 	require.Positive(t, counts["restarts"])
+	require.Positive(t, counts["ringGrowths"], "the values ring never grew: the model does not reach it")
+	require.Positive(t, counts["overflows"], "no transaction overflowed the ring: the model does not reach the overflow path")
+	require.Positive(t, counts["readAheadsUsed"], "no read-ahead was used: the model does not reach it")
+	require.Positive(t, counts["readAheadsStale"], "no read-ahead was stale: the model does not race one with a write")
+}
+
+// flush calls s.Flush and counts in counts the paths it took: the values
+// ring grew (ringGrowths), the transaction's values went to the overflow
+// (overflows, overflowValues).
+func flush(s *Sequencer, counts map[string]int) {
+	size := s.shared.values.Load().size()
+	over := s.shared.overflowN.Load()
+	s.Flush()
+	if s.shared.values.Load().size() > size {
+		counts["ringGrowths"]++
+	}
+	if n := s.shared.overflowN.Load() - over; n > 0 {
+		counts["overflows"]++
+		counts["overflowValues"] += int(n)
+	}
 }
