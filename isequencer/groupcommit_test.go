@@ -9,6 +9,29 @@ import (
 
 func groupCommit(p *Params) { p.GroupCommit = true }
 
+// TestDurableWithoutGroupCommitPanics: Durable on a sequencer made without
+// GroupCommit is protocol misuse: it panics, and leaves the watermark,
+// which Flush alone moves, as it was.
+func TestDurableWithoutGroupCommitPanics(t *testing.T) {
+	st := newMockStorage()
+	s, _ := newTestSequencer(t, st, nil)
+	off := waitStart(t, s, kindUser, 1)
+	_, err := s.Next(seqWLog)
+	require.NoError(t, err)
+	require.True(t, st.writeEvent(off, nil))
+	s.Flush()
+	w := s.shared.watermark.v.Load()
+	require.PanicsWithValue(t, "isequencer: Durable: the sequencer was not made with Params.GroupCommit", func() {
+		s.Durable(off + 100)
+	})
+	require.Equal(t, w, s.shared.watermark.v.Load(), "the watermark is Flush's")
+	var g IGroupCommit = s
+	require.PanicsWithValue(t, "isequencer: Durable: the sequencer was not made with Params.GroupCommit", func() {
+		g.Durable(off + 1) // even one that covers nothing new
+	})
+	waitFor(t, "the flushed transaction stored", func() bool { _, next := st.stored(); return next == off+1 })
+}
+
 // TestGroupCommitWritesOnlyDurable: values and the next offset of a
 // flushed transaction reach storage only once Durable covers it.
 func TestGroupCommitWritesOnlyDurable(t *testing.T) {

@@ -248,13 +248,14 @@ type Params struct {
 }
 
 // IGroupCommit reports durable events to a sequencer made with
-// Params.GroupCommit; *Sequencer implements it (its Durable is not to be
-// called without GroupCommit, where Flush reports each event itself).
+// Params.GroupCommit; *Sequencer implements it (its Durable panics
+// without GroupCommit, where Flush reports each event itself).
 type IGroupCommit interface {
 	// Durable reports that the events of every flushed transaction at
 	// offsets below next are durably written. Until a transaction is
 	// covered, neither its values nor a next PLog offset that claims it are
 	// written to SeqStorage. A next smaller than an earlier one is ignored.
+	// Panics if the sequencer was not made with Params.GroupCommit.
 	//
 	// Safe for concurrent use with the ISequencer methods. It must not cover
 	// transactions cancelled by Actualize: the caller must not call

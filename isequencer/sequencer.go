@@ -66,7 +66,7 @@ const (
 )
 
 // Sequencer implements ISequencer, IReadAhead and IGroupCommit (Durable
-// may be called only with Params.GroupCommit). New makes one.
+// panics without Params.GroupCommit). New makes one.
 //
 // Its fields are grouped by owner. The caller (the goroutine making
 // ISequencer calls) owns caller, the worker goroutine (run) owns worker, and
@@ -510,6 +510,10 @@ func (s *Sequencer) Flush() {
 	}
 }
 
+// panicDurableWithoutGroupCommit is the value Durable panics with on a
+// sequencer made without Params.GroupCommit.
+const panicDurableWithoutGroupCommit = "isequencer: Durable: the sequencer was not made with Params.GroupCommit"
+
 // txMark is one flushed transaction: its next
 // offset and the ring tail after its values.
 type txMark struct {
@@ -517,8 +521,14 @@ type txMark struct {
 	tail uint64
 }
 
-// Durable implements IGroupCommit.
+// Durable implements IGroupCommit. It panics if the sequencer was not made
+// with Params.GroupCommit: Flush then reports each event durable itself,
+// and a Durable past it would have values and offsets written for events
+// that were never flushed.
 func (s *Sequencer) Durable(next PLogOffset) {
+	if !s.tentative {
+		panic(panicDurableWithoutGroupCommit)
+	}
 	for {
 		w := s.shared.watermark.v.Load()
 		if uint64(next) <= w {
