@@ -13,11 +13,16 @@ import (
 // Queue is a FIFO of requests between writers and one committer. Safe for
 // concurrent use.
 type Queue[T any] struct {
-	signal chan struct{} // capacity 1: the queue grew or was closed
+	signal chan struct{} // capacity 1: the queue reached want or was closed
 	mu     struct {
 		sync.Mutex
 		items  []T
 		closed bool
+		// want is how many queued requests make Put signal: Gather sets
+		// it to the requests it waits for, so that a group's writers
+		// coming back wake the committer once, not once each; 0 (as 1)
+		// otherwise.
+		want int
 	}
 }
 
@@ -26,8 +31,9 @@ func New[T any]() *Queue[T] {
 	return &Queue[T]{signal: make(chan struct{}, 1)}
 }
 
-// Put appends x and wakes the committer; false (x not queued) once the
-// Queue is closed.
+// Put appends x and wakes the committer if the queue holds as many
+// requests as it waits for; false (x not queued) once the Queue is
+// closed.
 func (q *Queue[T]) Put(x T) bool {
 	q.mu.Lock()
 	if q.mu.closed {
@@ -35,8 +41,11 @@ func (q *Queue[T]) Put(x T) bool {
 		return false
 	}
 	q.mu.items = append(q.mu.items, x)
+	wake := len(q.mu.items) >= q.mu.want
 	q.mu.Unlock()
-	q.wake()
+	if wake {
+		q.wake()
+	}
 	return true
 }
 
@@ -47,8 +56,9 @@ func (q *Queue[T]) wake() {
 	}
 }
 
-// Signal is sent on (at most one pending send) when the Queue grows or is
-// closed: the committer waits on it when Take found nothing.
+// Signal is sent on (at most one pending send) when the Queue grows
+// (outside Gather) or is closed: the committer waits on it when Take found
+// nothing.
 func (q *Queue[T]) Signal() <-chan struct{} { return q.signal }
 
 // Take removes the first n(items) requests, n called under the Queue's
@@ -178,10 +188,18 @@ func (q *Queue[T]) Gather(p *Pacer, stop <-chan struct{}) {
 		if t != nil {
 			t.Stop()
 		}
+		q.mu.Lock()
+		q.mu.want = 0
+		q.mu.Unlock()
 	}()
+	target := p.expect
+	if p.Full > 0 {
+		target = min(target, p.Full)
+	}
 	for {
 		q.mu.Lock()
 		n, closed := len(q.mu.items), q.mu.closed
+		q.mu.want = target // Put wakes Gather once the target is queued
 		q.mu.Unlock()
 		wait := time.Until(p.deadline)
 		if p.Learn {
@@ -191,7 +209,7 @@ func (q *Queue[T]) Gather(p *Pacer, stop <-chan struct{}) {
 				p.back /= 2 // they did not all come back in time: expect less
 			}
 		}
-		if n == 0 || n >= p.expect || (p.Full > 0 && n >= p.Full) || closed || wait <= 0 {
+		if n == 0 || n >= target || closed || wait <= 0 {
 			return
 		}
 		if t == nil {

@@ -241,3 +241,45 @@ func TestGatherEnds(t *testing.T) {
 		returned(t, done, "Close")
 	})
 }
+
+// TestGatherWakesOnceAtItsTarget: Gather waits for its target (Put wakes
+// it only then); once Gather returns, on its target or its deadline, a
+// Put on an empty queue signals again, so that the committer sleeping on
+// Signal is woken.
+func TestGatherWakesOnceAtItsTarget(t *testing.T) {
+	p := pacer(3)
+	p.deadline = time.Now().Add(time.Hour)
+	q := New[int]()
+	q.Put(1)
+	<-q.Signal() // the first Put, before Gather
+	done := gather(q, p, nil)
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.mu.want == 3
+	}, 10*time.Second, time.Millisecond, "Gather waits for 3")
+	q.Put(2)
+	notReturned(t, done, "2 of 3")
+	q.Put(3)
+	returned(t, done, "3 of 3")
+
+	q.Drain()
+	q.Put(4)
+	select {
+	case <-q.Signal():
+	default:
+		t.Fatal("after Gather, a Put on an empty queue did not signal")
+	}
+
+	// A Gather that ends on its deadline resets the target too.
+	p = pacer(5)
+	p.deadline = time.Now().Add(20 * time.Millisecond)
+	returned(t, gather(q, p, nil), "deadline")
+	q.Drain()
+	q.Put(5)
+	select {
+	case <-q.Signal():
+	default:
+		t.Fatal("after Gather's deadline, a Put on an empty queue did not signal")
+	}
+}
