@@ -15,11 +15,15 @@ import (
 // DelayedStorage emulates a remote store's round trip: each call waits
 // Delay, then runs on the wrapped store. It offers none of the wrapped
 // store's optional capabilities (it is not a storage.Wrapper), as a CQL
-// store offers none, and counts its calls.
+// store offers none, and counts its calls and how long their waits took
+// (a timer fires late on a loaded machine: the round trip the flow meets
+// is longer than Delay).
 type DelayedStorage struct {
-	inner storage.Storage
-	delay time.Duration
-	calls atomic.Int64
+	inner  storage.Storage
+	delay  time.Duration
+	calls  atomic.Int64
+	waited atomic.Int64 // nanoseconds, the waits that ran out
+	waits  atomic.Int64
 }
 
 // NewDelayedStorage wraps inner.
@@ -30,12 +34,21 @@ func NewDelayedStorage(inner storage.Storage, delay time.Duration) *DelayedStora
 // Calls returns the number of calls made so far.
 func (d *DelayedStorage) Calls() int64 { return d.calls.Load() }
 
+// Waits returns the number of waits that ran out so far and their total
+// duration.
+func (d *DelayedStorage) Waits() (int64, time.Duration) {
+	return d.waits.Load(), time.Duration(d.waited.Load())
+}
+
 func (d *DelayedStorage) wait(ctx context.Context) error {
 	d.calls.Add(1)
+	began := time.Now()
 	t := time.NewTimer(d.delay)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		d.waited.Add(int64(time.Since(began)))
+		d.waits.Add(1)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -140,8 +153,9 @@ var DelayedScaleClients = []int{64, 128, 256}
 // OpenOptions.MaxGroupEvents 1 (every event written alone, the commands
 // still overlapping); and a lone client per mode (its latency against the
 // delay). Besides cmds/s and latency it reports limit, the fraction of the
-// closed-loop limit clients/delay, and rt/op, the store's calls per
-// command.
+// closed-loop limit clients/delay; rtt-µs, the store's mean round trip as
+// measured (delay and the timer's lateness), and limit-rtt, the fraction
+// of clients/rtt; and rt/op, the store's calls per command.
 func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Duration) {
 	type flow struct {
 		mode     plog.Mode
@@ -186,12 +200,23 @@ func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Durat
 						o.Sequencer.LRUCacheSize = cacheSize
 					}
 				}
-				var calls0 int64
-				r.started = func() { calls0 = d.Calls() }
+				var calls0, waits0 int64
+				var waited0 time.Duration
+				r.started = func() {
+					calls0 = d.Calls()
+					waits0, waited0 = d.Waits()
+				}
 				runFlowWith(b, r)
 				b.ReportMetric(float64(d.Calls()-calls0)/float64(b.N), "rt/op")
 				limit := float64(f.clients) / delay.Seconds()
 				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/limit, "limit")
+				// The same against the round trip the flow met: the
+				// store's mean wait in the timed part.
+				if waits, waited := d.Waits(); waits > waits0 {
+					rtt := (waited - waited0) / time.Duration(waits-waits0)
+					b.ReportMetric(float64(rtt.Microseconds()), "rtt-µs")
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds()/(float64(f.clients)/rtt.Seconds()), "limit-rtt")
+				}
 			})
 		}
 	}
