@@ -37,6 +37,12 @@ import (
 // read-ahead older than that is read again.
 const listWindow = 32
 
+// listKeepCap is the capacity up to which a list's backing array is
+// reused whatever the next list's length: above it, and above 4 times the
+// next list's length, the array is dropped for one sized to the list, so
+// that a huge write's list does not hold its memory for good.
+const listKeepCap = 64
+
 // maxReadAheads bounds the read-ahead results waiting for their
 // transaction; ReadAhead drops its result beyond it.
 const maxReadAheads = 4096
@@ -218,9 +224,10 @@ func (ra *readAheadState) workspacesOf(batch []SeqValue, dst []WSID) ([]WSID, bo
 	return dst, true
 }
 
-// completed records a write that completed, with its workspaces (copied).
-// Worker side, before the ring head that releases the write's values is
-// published.
+// completed records a write that completed, with its workspaces (copied
+// into the slot's list, reusing its backing array unless that is much
+// larger than ws: see listKeepCap). Worker side, before the ring head that
+// releases the write's values is published.
 func (ra *readAheadState) completed(ws []WSID, known bool) {
 	gen := ra.writeGen.Load() + 1
 	if ra.on.Load() {
@@ -229,6 +236,9 @@ func (ra *readAheadState) completed(ws []WSID, known bool) {
 			ra.written = make([]writeRecord, listWindow)
 		}
 		r := &ra.written[gen%listWindow]
+		if c := cap(r.ws); c > listKeepCap && c > 4*len(ws) {
+			r.ws = nil
+		}
 		r.gen, r.known, r.ws = gen, known, append(r.ws[:0], ws...)
 		ra.mu.Unlock()
 	}

@@ -193,3 +193,75 @@ func TestReadAheadConcurrent(t *testing.T) {
 		assert.Equal(t, Number(rounds), n, "ws %d", ws)
 	}
 }
+
+// TestReadAheadListsShrinkAfterALargeWrite: the list slot of a write of
+// thousands of workspaces gives its backing array up once the slot holds
+// a small write's list again, and lists within 4 times of a slot's
+// capacity reuse it (no allocation).
+func TestReadAheadListsShrinkAfterALargeWrite(t *testing.T) {
+	const large = 3000
+	st := newMockStorage()
+	w := newSyncSequencer(t, st, func(p *Params) { p.MaxNumUnflushedValues = 2 * large })
+	s := w.s
+	ra := &s.readAhead
+	maxCap := func() (c int) {
+		ra.mu.Lock()
+		defer ra.mu.Unlock()
+		for _, r := range ra.written {
+			c = max(c, cap(r.ws))
+		}
+		return c
+	}
+	for s.shared.state.Load() != 0 { // actualized
+		w.step()
+	}
+	s.ReadAhead(kindUser, 1) // read-ahead on: the worker keeps lists
+	for ws := WSID(1); ws <= large; ws++ {
+		w.start(t, kindUser, ws)
+		_, err := s.Next(seqWLog)
+		require.NoError(t, err)
+		s.Flush()
+	}
+	for w.step() { // one write of every workspace
+	}
+	require.True(t, ra.on.Load())
+	require.Equal(t, uint64(1), ra.writeGen.Load(), "one write")
+	require.GreaterOrEqual(t, maxCap(), large, "the large write's list")
+
+	for i := range listWindow { // a small write in every slot
+		for ws := range WSID(3) {
+			w.start(t, kindUser, WSID(i)*3+ws+1)
+			_, err := s.Next(seqWLog)
+			require.NoError(t, err)
+			s.Flush()
+		}
+		for w.step() {
+		}
+	}
+	require.Equal(t, uint64(1+listWindow), ra.writeGen.Load(), "one write each")
+	assert.LessOrEqual(t, maxCap(), listKeepCap, "no slot keeps the large write's array")
+	for g := ra.writeGen.Load() - listWindow + 1; g <= ra.writeGen.Load(); g++ {
+		r := &ra.written[g%listWindow]
+		require.Equal(t, g, r.gen)
+		require.Len(t, r.ws, 3, "write %d", g)
+	}
+
+	// Lists of 120 and 400 workspaces in turn in every slot reuse the
+	// slots' arrays.
+	small, big := make([]WSID, 120), make([]WSID, 400)
+	for i := range big {
+		big[i] = WSID(i + 1)
+	}
+	copy(small, big)
+	for range listWindow {
+		ra.completed(big, true)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		for _, ws := range [][]WSID{small, big} {
+			for range listWindow {
+				ra.completed(ws, true)
+			}
+		}
+	})
+	assert.Zero(t, allocs, "lists within 4 times of a slot's capacity reuse it")
+}
