@@ -70,8 +70,6 @@ type Writer struct {
 	ma storage.MultiApplier // o.Capabilities'; nil if none
 	mu struct {
 		sync.Mutex
-		buf     []byte
-		rows    []storage.Row
 		stopped error
 	}
 }
@@ -104,13 +102,13 @@ func (w *Writer) Stopped() error {
 }
 
 // Write stores e at e.Offset of the writer's partition (e.Partition is
-// ignored), then a record row for each of e.Records, as the Mode says:
+// ignored), then a record row for each of e.Records: WriteGroup of the one
+// event, whose error it returns (see GroupWriter), as the Mode says:
 //
 //   - ModeTrust0: the event, then each record partition's rows, are
-//     inserted only if absent (the records of one storage partition in one
-//     conditional batch). An existing row is an error wrapping ErrConflict
-//     naming it; nothing is overwritten, and the writer is stopped: this
-//     and every later Write return that error.
+//     inserted only if absent. An existing row is an error wrapping
+//     ErrConflict naming it; nothing is overwritten, and the writer is
+//     stopped: this and every later Write return that error.
 //   - ModeTrust1: the event as in ModeTrust0, the records with one put.
 //   - ModeTrust2: the event and the records with one put, overwriting.
 //
@@ -121,55 +119,11 @@ func (w *Writer) Stopped() error {
 // an error other than ErrConflict, the event may or may not be stored; the
 // records may be partly stored.
 func (w *Writer) Write(ctx context.Context, e *Event) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mu.stopped != nil {
-		return w.mu.stopped
+	err := w.WriteGroup(ctx, []*Event{e})
+	if ge := (*GroupError)(nil); errors.As(err, &ge) {
+		return ge.Errs[0]
 	}
-	part := w.o.Partition
-	if e.Offset == 0 {
-		return fmt.Errorf("plog: partition %d: %w: event offset 0", part, storage.ErrInvalidArgument)
-	}
-	var err error
-	if w.mu.buf, err = AppendEncoded(w.mu.buf[:0], e); err != nil {
-		return fmt.Errorf("plog: partition %d offset %d: %w: %w", part, e.Offset, storage.ErrInvalidArgument, err)
-	}
-	pKey, cCols := EventPKey(part, e.Offset), EventCCols(e.Offset)
-	if w.o.Mode == ModeTrust2 {
-		rows := append(w.mu.rows[:0], storage.Row{PKey: pKey, CCols: cCols, Value: w.mu.buf})
-		rows = appendRecordRows(rows, e)
-		w.mu.rows = rows
-		if err := w.o.Versions.Stamp(rows); err != nil {
-			return fmt.Errorf("plog: partition %d offset %d: %w", part, e.Offset, err)
-		}
-		// Not retried: the caller learns of the failure and actualizes, so
-		// that the replay decides; the event may be stored without (some
-		// of) its records, which trust level 2 does not guard against.
-		if err := w.o.Storage.PutBatch(ctx, rows); err != nil {
-			return fmt.Errorf("plog: partition %d offset %d: writing the event and %d records: %w", part, e.Offset, len(e.Records), err)
-		}
-		return nil
-	}
-
-	ok, err := w.o.Storage.InsertIfNotExists(ctx, pKey, cCols, w.mu.buf, 0)
-	if err != nil {
-		return fmt.Errorf("plog: partition %d offset %d: inserting the event: %w", part, e.Offset, err)
-	}
-	if !ok {
-		return w.stopLocked(w.conflictAt(e.Offset))
-	}
-	if len(e.Records) == 0 {
-		return nil
-	}
-	rows := appendRecordRows(w.mu.rows[:0], e)
-	w.mu.rows = rows
-	if w.o.Mode == ModeTrust1 {
-		if err := putIdempotent(ctx, w.o.Storage, w.o.Versions, rows); err != nil {
-			return fmt.Errorf("plog: partition %d offset %d: the event is stored; writing its %d records (retried): %w", part, e.Offset, len(rows), err)
-		}
-		return nil
-	}
-	return w.insertRecordsLocked(ctx, e, rows)
+	return err
 }
 
 // appendRecordRows appends e's record rows to rows, sorted by partition
@@ -220,22 +174,6 @@ func absent(rows []storage.Row) []storage.Condition {
 	return conds
 }
 
-// insertRecordsLocked inserts rows (grouped by pKey) with one conditional
-// batch per storage partition.
-func (w *Writer) insertRecordsLocked(ctx context.Context, e *Event, rows []storage.Row) error {
-	for group := range partitionRuns(rows) {
-		conds := absent(group)
-		ok, err := w.o.Storage.ApplyBatchIf(ctx, group[0].PKey, conds, group)
-		if err != nil {
-			return fmt.Errorf("plog: partition %d offset %d: inserting %d records of WSID %d: %w", w.o.Partition, e.Offset, len(group), e.WSID, err)
-		}
-		if !ok {
-			return w.stopLocked(w.recordConflict(ctx, e, group))
-		}
-	}
-	return nil
-}
-
 // recordConflict names the records of group that exist, as far as a
 // re-read can tell.
 func (w *Writer) recordConflict(ctx context.Context, e *Event, group []storage.Row) error {
@@ -254,9 +192,4 @@ func (w *Writer) recordConflict(ctx context.Context, e *Event, group []storage.R
 	}
 	return fmt.Errorf("%w: partition %d offset %d: WSID %d: records already stored %v (of %d in the batch; mode %v); not overwritten; the event at this offset is stored",
 		ErrConflict, w.o.Partition, e.Offset, e.WSID, taken, len(group), w.o.Mode)
-}
-
-func (w *Writer) stopLocked(err error) error {
-	w.mu.stopped = err
-	return err
 }

@@ -164,7 +164,7 @@ func TestWriterStorageErrors(t *testing.T) {
 	require.NoError(t, st.Close())
 	err := w.Write(context.Background(), testEvent(1))
 	require.ErrorIs(t, err, storage.ErrClosed)
-	assert.Contains(t, err.Error(), "partition 4 offset 1")
+	assert.Contains(t, err.Error(), "partition 4 offsets 1..1")
 	require.NoError(t, w.Stopped(), "a storage error does not stop the writer")
 }
 
