@@ -63,7 +63,7 @@ RECOVERY_RF  ?= 3
 RECOVERY_PAUSE ?=
 FIGURES_COUNT ?= 5
 
-.PHONY: help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql clean
+.PHONY: help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service clean
 
 all: build
 
@@ -426,6 +426,18 @@ alloc-cql: build
 	@test -n "$${CQLSEQ_CQL_HOSTS:-}" || { echo "alloc-cql: set CQLSEQ_CQL_HOSTS" >&2; exit 2; }
 	$(BIN)/cqlseq migrate $(MIGRATE_ARGS)
 	$(BIN)/cqlseq alloc --store cql --spawn --procs 4 --goroutines 16 --ids 1000000 --chunk 10000 $(ALLOC_ARGS)
+
+# bench-service: cqlseq serve (bbolt, loopback) beside a trivial net/http
+# handler under the same vegeta (v12.13.0, installed in .cache/tools): max
+# rate, p99 at half the trivial handler's max, batches of 1,000 IDs
+# (scripts/bench-service.sh, about 6 minutes; docs/benchmarks.md). Fails if
+# a response is not 2xx; the table is also in .cache/bench-service/table.md.
+bench-service:
+	GOBIN=$(CACHE)/tools $(GO) install github.com/tsenart/vegeta/v12@v12.13.0
+	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -o $(BIN)/trivialhttp ./internal/bench/trivialhttp
+	VEGETA=$(CACHE)/tools/vegeta CQLSEQ=$(BIN)/cqlseq TRIVIAL=$(BIN)/trivialhttp OUTDIR=$(CACHE)/bench-service \
+	  bash scripts/bench-service.sh
 
 clean:
 	rm -rf $(BIN) $(CACHE)

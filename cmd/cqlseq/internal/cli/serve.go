@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
@@ -29,6 +31,7 @@ type serveFlags struct {
 	probeInterval   time.Duration
 	lease           time.Duration
 	maxBody         int64
+	pprofListen     string
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -86,6 +89,8 @@ released so that another instance can take the node IDs at once.`,
 	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz")
 	fs.DurationVar(&f.lease, "lease", timeshard.DefaultLeaseDuration, "timeshard node lease TTL, whole seconds; a crashed instance's node IDs are free again after it")
 	fs.Int64Var(&f.maxBody, "max-body", idservice.DefaultMaxBodyBytes, "largest request body, bytes")
+	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve net/http/pprof's /debug/pprof/ on this address (make bench-service's profiles); never on the API's address")
+	_ = fs.MarkHidden("pprof-listen")
 	return cmd
 }
 
@@ -189,6 +194,11 @@ func runServe(ctx context.Context, f *serveFlags, log *slog.Logger) error {
 	}()
 	log.Info("serve: store open", "store", store.desc)
 	o.Store = store.st
+	if f.pprofListen != "" {
+		if err := servePprof(ctx, f.pprofListen, log); err != nil {
+			return err
+		}
+	}
 	svc, err := idservice.New(ctx, o)
 	if err != nil {
 		return err
@@ -199,4 +209,22 @@ func runServe(ctx context.Context, f *serveFlags, log *slog.Logger) error {
 	}
 	log.Info("serve: stopped")
 	return serr
+}
+
+// servePprof serves net/http/pprof on addr, apart from the API, until ctx
+// is done (the hidden --pprof-listen flag).
+func servePprof(ctx context.Context, addr string, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-listen: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	log.Info("serve: pprof", "addr", ln.Addr().String())
+	return nil
 }
