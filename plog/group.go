@@ -124,7 +124,7 @@ func (w *Writer) writeGroupLocked(ctx context.Context, events []*Event, encs [][
 			}
 		}
 	} else {
-		w.insertGroupRecords(ctx, events[:n], errs)
+		w.insertGroupRecords(ctx, events[:n], encs[:n], errs)
 	}
 }
 
@@ -285,53 +285,94 @@ func (w *Writer) failAfter(events []*Event, errs []error, failed, from int) {
 }
 
 // insertGroupRecords inserts the records of events (whose events are
-// stored) if absent, one conditional batch per event and record partition,
-// and sets each event's error from its own batches. Batches on different
-// partitions go concurrently (at most maxRecordBatchesInFlight partitions
-// at once); those on one partition go one after another, in the group's
-// order: concurrent conditional batches on one partition contend for its
-// Paxos round and time out (a group of 1,500 events of one workspace,
-// all in flight, timed out on a single Cassandra node).
-func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, errs []error) {
-	type batch struct {
+// stored, encoded as encs) if absent and sets each event's error from its
+// own records' outcome. The records of one chunk of events (see chunker:
+// its records count in its bytes) on one record partition go in one
+// conditional batch; if that batch is not applied (a record exists), it
+// wrote nothing, and its events' records are inserted again one event at
+// a time, in order, so that a conflict fails its own event only. Batches
+// on different partitions go concurrently (at most
+// maxRecordBatchesInFlight partitions at once); those on one partition go
+// one after another, in the group's order: concurrent conditional batches
+// on one partition contend for its Paxos round and time out (a group of
+// 1,500 events of one workspace, all in flight, timed out on a single
+// Cassandra node), and one batch per event made a group of one hot
+// workspace cost a round trip per event.
+func (w *Writer) insertGroupRecords(ctx context.Context, events []*Event, encs [][]byte, errs []error) {
+	type run struct {
 		event int
 		rows  []storage.Row
-		ok    bool
-		err   error
 	}
-	var batches []*batch
+	type batch struct {
+		runs []run // the runs of its events on its partition, in order
+		rows []storage.Row
+		// outcome of each run: applied, or not (a record exists), or err
+		ok  []bool
+		err []error
+	}
 	byPartition := map[string][]*batch{}
 	var partitions []string // in order of first appearance
-	for i, e := range events {
-		for run := range partitionRuns(appendRecordRows(nil, e)) {
-			b := &batch{event: i, rows: run}
-			batches = append(batches, b)
-			k := string(run[0].PKey)
-			if _, seen := byPartition[k]; !seen {
-				partitions = append(partitions, k)
+	for from, to := range w.chunker().chunks(events, func(i int) int { return BatchBytes(events[i], len(encs[i])) }) {
+		inChunk := map[string]*batch{}
+		for i := from; i < to; i++ {
+			for r := range partitionRuns(appendRecordRows(nil, events[i])) {
+				k := string(r[0].PKey)
+				b := inChunk[k]
+				if b == nil {
+					b = &batch{}
+					inChunk[k] = b
+					if _, seen := byPartition[k]; !seen {
+						partitions = append(partitions, k)
+					}
+					byPartition[k] = append(byPartition[k], b)
+				}
+				b.runs = append(b.runs, run{i, r})
+				b.rows = append(b.rows, r...)
 			}
-			byPartition[k] = append(byPartition[k], b)
 		}
+	}
+	apply := func(rows []storage.Row) (bool, error) {
+		return w.o.Storage.ApplyBatchIf(ctx, rows[0].PKey, absent(rows), rows)
 	}
 	var eg errgroup.Group // not WithContext: one batch's error cancels no other
 	eg.SetLimit(maxRecordBatchesInFlight)
 	for _, k := range partitions {
 		eg.Go(func() error {
 			for _, b := range byPartition[k] {
-				b.ok, b.err = w.o.Storage.ApplyBatchIf(ctx, b.rows[0].PKey, absent(b.rows), b.rows)
+				b.ok, b.err = make([]bool, len(b.runs)), make([]error, len(b.runs))
+				ok, err := apply(b.rows)
+				switch {
+				case err != nil:
+					for j := range b.runs {
+						b.err[j] = err
+					}
+				case ok:
+					for j := range b.runs {
+						b.ok[j] = true
+					}
+				case len(b.runs) == 1:
+				default: // nothing written: find the event whose record exists
+					for j, r := range b.runs {
+						b.ok[j], b.err[j] = apply(r.rows)
+					}
+				}
 			}
-			return nil // each batch's error is its own: b.err sets its event's
+			return nil // each batch's error is its own: it sets its events'
 		})
 	}
 	_ = eg.Wait()
-	for _, b := range batches {
-		e := events[b.event]
-		switch {
-		case errs[b.event] != nil:
-		case b.err != nil:
-			errs[b.event] = fmt.Errorf("plog: partition %d offset %d: inserting %d records of WSID %d: %w", w.o.Partition, e.Offset, len(b.rows), e.WSID, b.err)
-		case !b.ok:
-			errs[b.event] = w.recordConflict(ctx, e, b.rows)
+	for _, k := range partitions {
+		for _, b := range byPartition[k] {
+			for j, r := range b.runs {
+				e := events[r.event]
+				switch {
+				case errs[r.event] != nil:
+				case b.err[j] != nil:
+					errs[r.event] = fmt.Errorf("plog: partition %d offset %d: inserting %d records of WSID %d (a batch of %d): %w", w.o.Partition, e.Offset, len(r.rows), e.WSID, len(b.rows), b.err[j])
+				case !b.ok[j]:
+					errs[r.event] = w.recordConflict(ctx, e, r.rows)
+				}
+			}
 		}
 	}
 }

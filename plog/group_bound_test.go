@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -163,28 +164,34 @@ func (o *onePartitionAtATime) ApplyBatchIf(ctx context.Context, pKey []byte, con
 }
 
 // TestWriteGroupRecordsOfOnePartitionInTurn: a trust-0 group of 40 events
-// of one workspace, whose records share one record partition, sends their
-// conditional batches on that partition one at a time (concurrent ones
-// contend for its Paxos round and time out on Cassandra), and stores
-// every record.
+// of one workspace, whose records share one record partition, inserts
+// their records with one conditional batch per chunk on that partition
+// (one for the whole group under the default caps, five under a cap of 8
+// events a chunk), never two at once (concurrent ones contend for its
+// Paxos round and time out on Cassandra), and stores every record.
 func TestWriteGroupRecordsOfOnePartitionInTurn(t *testing.T) {
 	const n = 40
-	m := mem.New(mem.Options{})
-	t.Cleanup(func() { _ = m.Close() })
-	st := &onePartitionAtATime{Storage: m, inFlight: map[string]int{}}
-	w := newWriter(t, st, ModeTrust0)
-	g := make([]*Event, n)
-	for i := range g {
-		off := isequencer.PLogOffset(1 + i)
-		g[i] = testEvent(off, RecordID(100+i)) // one workspace, one record partition
-	}
-	require.NoError(t, w.WriteGroup(context.Background(), g))
-	assert.Equal(t, n, st.calls, "one record batch per event")
-	assert.Equal(t, 1, st.maxSeen, "record batches on one partition in flight at once")
-	for _, e := range g {
-		id := e.Records[0]
-		v, ok := getRow(t, m, RecordPKey(e.WSID, id), RecordCCols(id))
-		require.True(t, ok, "record %d", id)
-		assert.Equal(t, RecordValue(e.Offset), v)
+	for _, c := range []struct{ maxEvents, batches int }{{0, 1}, {8, 5}} {
+		t.Run(fmt.Sprintf("chunk=%d", c.maxEvents), func(t *testing.T) {
+			m := mem.New(mem.Options{})
+			t.Cleanup(func() { _ = m.Close() })
+			st := &onePartitionAtATime{Storage: m, inFlight: map[string]int{}}
+			w, err := NewWriter(WriterOptions{Storage: st, Partition: 4, Mode: ModeTrust0, MaxChunkEvents: c.maxEvents})
+			require.NoError(t, err)
+			g := make([]*Event, n)
+			for i := range g {
+				off := isequencer.PLogOffset(1 + i)
+				g[i] = testEvent(off, RecordID(100+i)) // one workspace, one record partition
+			}
+			require.NoError(t, w.WriteGroup(context.Background(), g))
+			assert.Equal(t, c.batches, st.calls, "one record batch per chunk")
+			assert.Equal(t, 1, st.maxSeen, "record batches on one partition in flight at once")
+			for _, e := range g {
+				id := e.Records[0]
+				v, ok := getRow(t, m, RecordPKey(e.WSID, id), RecordCCols(id))
+				require.True(t, ok, "record %d", id)
+				assert.Equal(t, RecordValue(e.Offset), v)
+			}
+		})
 	}
 }
