@@ -15,9 +15,9 @@ import (
 // DelayedStorage emulates a remote store's round trip: each call waits
 // Delay, then runs on the wrapped store. It offers none of the wrapped
 // store's optional capabilities (it is not a storage.Wrapper), as a CQL
-// store offers none, and counts its calls and how long their waits took
-// (a timer fires late on a loaded machine: the round trip the flow meets
-// is longer than Delay).
+// store offers none, and counts its calls and how long their waits took.
+// A wait ends as a socket's answer would (rtt_linux.go): on a loaded
+// machine the round trip the flow meets is still longer than Delay.
 type DelayedStorage struct {
 	inner  storage.Storage
 	delay  time.Duration
@@ -43,16 +43,12 @@ func (d *DelayedStorage) Waits() (int64, time.Duration) {
 func (d *DelayedStorage) wait(ctx context.Context) error {
 	d.calls.Add(1)
 	began := time.Now()
-	t := time.NewTimer(d.delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		d.waited.Add(int64(time.Since(began)))
-		d.waits.Add(1)
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := sleepRoundTrip(ctx, d.delay); err != nil {
+		return err
 	}
+	d.waited.Add(int64(time.Since(began)))
+	d.waits.Add(1)
+	return nil
 }
 
 func (d *DelayedStorage) Get(ctx context.Context, pKey, cCols []byte) ([]byte, bool, error) {
@@ -154,7 +150,7 @@ var DelayedScaleClients = []int{64, 128, 256}
 // still overlapping); and a lone client per mode (its latency against the
 // delay). Besides cmds/s and latency it reports limit, the fraction of the
 // closed-loop limit clients/delay; rtt-µs, the store's mean round trip as
-// measured (delay and the timer's lateness), and limit-rtt, the fraction
+// measured (delay and the wake-up's lateness), and limit-rtt, the fraction
 // of clients/rtt; and rt/op, the store's calls per command.
 func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Duration) {
 	type flow struct {
