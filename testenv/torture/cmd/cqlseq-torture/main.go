@@ -82,6 +82,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -140,6 +141,8 @@ type config struct {
 	toolsRounds int
 	toolsModes  []string
 	toolsStores []string
+	// The service phase's load generator (vegeta).
+	vegeta string
 }
 
 // grayConfig is the gray-failure check's.
@@ -226,6 +229,7 @@ func run(args []string) error {
 	fs.IntVar(&c.toolsRounds, "tools-rounds", 6, "tools: owners killed per store and mode, each followed by cqlseq actualize --write, before the last owner and verify (-short: 2)")
 	fs.StringVar(&toolsModes, "tools-modes", "trust0,trust1,trust2,fenced", "tools: modes (each its own keyspace and bbolt file)")
 	fs.StringVar(&toolsStores, "tools-stores", "cql,bbolt", "tools: stores (cql: a keyspace of -hosts; bbolt: a file in -dir)")
+	fs.StringVar(&c.vegeta, "vegeta", "", "service: the vegeta binary (v12.13.0; make torture installs it in .cache/tools; default: vegeta on PATH)")
 	gray := fs.Bool("gray", false, "run only the gray-failure check (-phases gray)")
 	fs.StringVar(&grayModes, "gray-modes", "trust2,fenced", "gray: modes checked (each its own keyspace and bench)")
 	fs.IntVar(&c.gray.node, "gray-node", 2, "gray: the node paused")
@@ -254,6 +258,17 @@ func run(args []string) error {
 	c.gray.modes = splitList(grayModes)
 	if err := c.validate(); err != nil {
 		return err
+	}
+	if slices.Contains(c.phases, servicePhase{}.name()) {
+		// The service phase's load generator, before any phase runs.
+		if c.vegeta == "" {
+			c.vegeta = "vegeta"
+		}
+		p, err := exec.LookPath(c.vegeta)
+		if err != nil {
+			return fmt.Errorf("the service phase needs vegeta (github.com/tsenart/vegeta v12.13.0; -vegeta, or -phases without service): %w", err)
+		}
+		c.vegeta = p
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -28,6 +28,8 @@ type row struct {
 	nem *nemesis
 	// tools is set by the tools phase.
 	tools *toolsStats
+	// service is set by the service phase.
+	service *serviceStats
 }
 
 // faultRates are one fault's measured windows.
@@ -142,6 +144,7 @@ func (t *tort) printTable() {
 	}
 	t.printNemesis()
 	t.printTools()
+	t.printService()
 	if !faultTableAddsToSummary(t.rows) {
 		return
 	}
