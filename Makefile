@@ -24,6 +24,8 @@
 #   make figures            runs the command of each headline figure and prints the
 #                           README's Figures table with the machine named (about
 #                           6 minutes: a launcher node, then a 3-node cluster)
+#   make proto              regenerates idservice/gen from idservice/proto (buf and the
+#                           protoc-gen-go/connect-go plugins, go install'd into .cache/tools)
 #   make bench-recovery     issue 27: a sequencer opening and cqlseq actualize on
 #                           1,000,000 events (cqlseq's and Voedger's PLog) on
 #                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops;
@@ -63,7 +65,7 @@ RECOVERY_RF  ?= 3
 RECOVERY_PAUSE ?=
 FIGURES_COUNT ?= 5
 
-.PHONY: help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service clean
+.PHONY: help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
 
 all: build
 
@@ -438,6 +440,23 @@ bench-service:
 	$(GO) build -o $(BIN)/trivialhttp ./internal/bench/trivialhttp
 	VEGETA=$(CACHE)/tools/vegeta CQLSEQ=$(BIN)/cqlseq TRIVIAL=$(BIN)/trivialhttp OUTDIR=$(CACHE)/bench-service \
 	  bash scripts/bench-service.sh
+
+# proto regenerates the gRPC API's Go code (idservice/gen: messages and the
+# Connect handler and client) from idservice/proto/cqlseq/idservice/v1/
+# idservice.proto with buf and local plugins only (idservice/proto/buf.gen.yaml),
+# all three go install'd at fixed versions into .cache/tools: offline once the
+# Go module cache holds them. The generated code is committed; make test does
+# not run this.
+BUF_VER ?= v1.75.0
+PROTOC_GEN_GO_VER ?= v1.36.12
+PROTOC_GEN_CONNECT_GO_VER ?= v1.21.1
+proto:
+	GOBIN=$(CACHE)/tools $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VER)
+	GOBIN=$(CACHE)/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VER)
+	GOBIN=$(CACHE)/tools $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VER)
+	rm -rf idservice/gen
+	cd idservice/proto && PATH=$(CACHE)/tools:$$PATH $(CACHE)/tools/buf generate
+	cd idservice/proto && $(CACHE)/tools/buf lint
 
 clean:
 	rm -rf $(BIN) $(CACHE)

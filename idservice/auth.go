@@ -133,10 +133,18 @@ func (t *Tokens) Count(s Scope) int { return t.counts[s] }
 // authorize checks r's bearer token against scope need. A nil t lets
 // everything through.
 func (t *Tokens) authorize(r *http.Request, need Scope) *apiError {
+	return t.authorizeHeader(r.Header, need)
+}
+
+// authorizeHeader checks the bearer token of h's Authorization field
+// against scope need: none or an unknown token is unauthenticated (401), a
+// token without the scope forbidden (403). A nil t lets everything
+// through.
+func (t *Tokens) authorizeHeader(hdr http.Header, need Scope) *apiError {
 	if t == nil || need == ScopeNone {
 		return nil
 	}
-	h := r.Header.Get("Authorization")
+	h := hdr.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || tok == "" {
 		return newError(http.StatusUnauthorized, CodeUnauthenticated, "a bearer token is required (Authorization: Bearer TOKEN)")

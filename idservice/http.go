@@ -45,13 +45,14 @@ func (s *Service) routes() []route {
 	}
 }
 
-// Handler returns the HTTP handler of the API, /healthz, /readyz and
-// /metrics.
+// Handler returns the HTTP handler of the API, /healthz, /readyz,
+// /metrics and the gRPC API (grpc.go; gRPC needs HTTP/2: Serve offers it).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
 		mux.Handle(rt.pattern, s.wrap(rt))
 	}
+	mux.Handle(s.grpcHandler())
 	metrics := promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{})
 	mux.Handle("/metrics", s.wrap(route{name: "metrics", method: http.MethodGet, h: func(w http.ResponseWriter, r *http.Request) error {
 		metrics.ServeHTTP(w, r)
@@ -185,17 +186,27 @@ func parseCount(r *http.Request) (int, error) {
 	if !ok {
 		return 1, nil
 	}
-	bad := func() error {
-		return newError(http.StatusBadRequest, CodeInvalidCount, "count %q: want a whole number from 1 to %d", vs[0], MaxCount)
-	}
 	if len(vs) != 1 || !digits(vs[0]) || len(vs[0]) > 6 {
-		return 0, bad()
+		return 0, badCount(vs[0])
 	}
 	n, err := strconv.Atoi(vs[0])
-	if err != nil || n < 1 || n > MaxCount {
-		return 0, bad()
+	if err != nil || checkCount(int64(n)) != nil {
+		return 0, badCount(vs[0])
 	}
 	return n, nil
+}
+
+// checkCount checks a number of IDs asked for: 1..MaxCount.
+func checkCount(n int64) error {
+	if n < 1 || n > MaxCount {
+		return badCount(strconv.FormatInt(n, 10))
+	}
+	return nil
+}
+
+// badCount is the invalid_count error of a count given as shown.
+func badCount(shown string) *apiError {
+	return newError(http.StatusBadRequest, CodeInvalidCount, "count %q: want a whole number from 1 to %d", shown, MaxCount)
 }
 
 func digits(s string) bool {
@@ -348,16 +359,27 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Service) handleSequence(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	if err := validateName(name); err != nil {
+	v, err := s.sequenceState(r.Context(), r.PathValue("name"))
+	if err != nil {
 		return err
 	}
-	rec, found, err := galloc.ReadRecord(r.Context(), s.st, name)
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+// sequenceState validates name and returns the sequence's definition and
+// state: the stored record's, and this instance's share when it has the
+// sequence open.
+func (s *Service) sequenceState(ctx context.Context, name string) (sequenceView, error) {
+	if err := validateName(name); err != nil {
+		return sequenceView{}, err
+	}
+	rec, found, err := galloc.ReadRecord(ctx, s.st, name)
 	switch {
 	case err != nil:
-		return fmt.Errorf("idservice: reading sequence %q: %w", name, err)
+		return sequenceView{}, fmt.Errorf("idservice: reading sequence %q: %w", name, err)
 	case !found:
-		return fmt.Errorf("%w: %q", ErrUnknownSequence, name)
+		return sequenceView{}, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
 	}
 	v := defView(name, rec)
 	exh := rec.Exhausted()
@@ -373,8 +395,7 @@ func (s *Service) handleSequence(w http.ResponseWriter, r *http.Request) error {
 		st := q.Stats()
 		v.Instance = &instView{Fetches: st.Fetches, Waits: st.Waits, Issued: st.Issued, Held: st.Held}
 	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
+	return v, nil
 }
 
 // idsBody is the answer of the next routes.
@@ -416,9 +437,15 @@ type layoutView struct {
 }
 
 func (s *Service) handleLayouts(w http.ResponseWriter, r *http.Request) error {
-	out := struct {
+	writeJSON(w, http.StatusOK, struct {
 		Layouts []layoutView `json:"layouts"`
-	}{}
+	}{s.layoutViews()})
+	return nil
+}
+
+// layoutViews describes the layouts, in layoutNames' order.
+func (s *Service) layoutViews() []layoutView {
+	out := make([]layoutView, 0, len(layoutNames))
 	for _, name := range layoutNames {
 		l := s.layouts[name].layout
 		v := layoutView{Name: name, Bits: l.IDBits(), TimeBits: l.TimeBits, NodeBits: l.NodeBits, CounterBits: l.CounterBits,
@@ -427,15 +454,19 @@ func (s *Service) handleLayouts(w http.ResponseWriter, r *http.Request) error {
 		if node, ok := s.Node(name); ok {
 			v.Node = &node
 		}
-		out.Layouts = append(out.Layouts, v)
+		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out
 }
 
 // layoutOf returns the layout the path names.
 func (s *Service) layoutOf(r *http.Request) (string, timeshard.Layout, error) {
-	name := r.PathValue("layout")
+	return s.layoutNamed(r.PathValue("layout"))
+}
+
+// layoutNamed returns layout name; one the service does not offer is
+// unknown_layout.
+func (s *Service) layoutNamed(name string) (string, timeshard.Layout, error) {
 	slot, ok := s.layouts[name]
 	if !ok {
 		if len(name) > 40 {
@@ -480,14 +511,32 @@ func (s *Service) handleDecompose(w http.ResponseWriter, r *http.Request) error 
 	}
 	raw := r.PathValue("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
-	if !digits(raw) || err != nil || id > l.MaxID() {
-		if len(raw) > 40 {
-			raw = raw[:40] + "..."
-		}
-		return newError(http.StatusBadRequest, CodeInvalidID, "id %q: want a whole number from 0 to %d (layout %s)", raw, l.MaxID(), name)
+	if !digits(raw) || err != nil {
+		return badID(name, l, raw)
 	}
-	writeJSON(w, http.StatusOK, decomposed{ID: id, Layout: name, Time: l.Time(id), Millis: l.Millis(id), Node: l.Node(id), Counter: l.Counter(id)})
+	d, err := decompose(name, l, id)
+	if err != nil {
+		return badID(name, l, raw)
+	}
+	writeJSON(w, http.StatusOK, d)
 	return nil
+}
+
+// decompose splits id of layout name (l) into its fields; an ID outside 0
+// to l.MaxID() is invalid_id.
+func decompose(name string, l timeshard.Layout, id int64) (decomposed, error) {
+	if id < 0 || id > l.MaxID() {
+		return decomposed{}, badID(name, l, strconv.FormatInt(id, 10))
+	}
+	return decomposed{ID: id, Layout: name, Time: l.Time(id), Millis: l.Millis(id), Node: l.Node(id), Counter: l.Counter(id)}, nil
+}
+
+// badID is the invalid_id error of an ID given as shown.
+func badID(name string, l timeshard.Layout, shown string) *apiError {
+	if len(shown) > 40 {
+		shown = shown[:40] + "..."
+	}
+	return newError(http.StatusBadRequest, CodeInvalidID, "id %q: want a whole number from 0 to %d (layout %s)", shown, l.MaxID(), name)
 }
 
 func (s *Service) handleUUIDs(w http.ResponseWriter, r *http.Request) error {

@@ -17,12 +17,27 @@ import (
 // at most Options.ShutdownTimeout; those still running then are cut off
 // and Serve returns an error. Serve closes ln; it does not close the
 // Service (Close releases the node leases after Serve has returned).
+//
+// It speaks HTTP/1.1 and HTTP/2, which gRPC needs: over TLS, HTTP/2 is
+// negotiated by ALPN (an empty tlsConf.NextProtos is taken as h2 and
+// http/1.1; tlsConf itself is not modified); without TLS, HTTP/2 is h2c
+// with prior knowledge, beside HTTP/1.1.
 func (s *Service) Serve(ctx context.Context, ln net.Listener, tlsConf *tls.Config) error {
+	var protos http.Protocols
+	protos.SetHTTP1(true)
 	if tlsConf != nil {
+		protos.SetHTTP2(true)
+		if len(tlsConf.NextProtos) == 0 {
+			tlsConf = tlsConf.Clone()
+			tlsConf.NextProtos = []string{"h2", "http/1.1"}
+		}
 		ln = tls.NewListener(ln, tlsConf)
+	} else {
+		protos.SetUnencryptedHTTP2(true)
 	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
+		Protocols:         &protos,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    16 << 10,

@@ -1,6 +1,6 @@
 module github.com/cqlseq/cqlseq/integration
 
-go 1.25.0
+go 1.26.0
 
 replace github.com/cqlseq/cqlseq => ../
 
