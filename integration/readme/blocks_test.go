@@ -3,6 +3,7 @@ package readme
 import (
 	"bufio"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -39,7 +40,9 @@ func (e expectation) matches(out string) bool {
 // sections named in sections ("## Name"), in README order. In a block:
 // a "#>" line is an expectation of the command above it, another "#"
 // line a comment, a line ending in "\" continues on the next. Blocks may
-// be indented (inside a list item).
+// be indented (inside a list item). A here-document (<<EOF, <<'EOF') belongs
+// to its command: its lines are taken as written (without the block's
+// indentation), "#" lines included, up to its delimiter line.
 func parseCommands(readme string, sections []string) ([]command, error) {
 	want := map[string]bool{}
 	for _, s := range sections {
@@ -49,8 +52,11 @@ func parseCommands(readme string, sections []string) ([]command, error) {
 		cmds    []command
 		section string
 		inBlock bool
-		run     bool // the open block is in a wanted section
-		cont    bool // the last command ends in a backslash
+		run     bool   // the open block is in a wanted section
+		cont    bool   // the last command ends in a backslash
+		indent  string // the open block's indentation
+		heredoc string // the delimiter of the here-document being read
+		pending string // a here-document's delimiter, its command continued
 		seen    = map[string]bool{}
 	)
 	sc := bufio.NewScanner(strings.NewReader(readme))
@@ -65,6 +71,18 @@ func parseCommands(readme string, sections []string) ([]command, error) {
 		case !inBlock && strings.HasPrefix(trimmed, "```"):
 			inBlock = true
 			run = want[section] && trimmed == "```sh"
+			indent = line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+			continue
+		case inBlock && heredoc != "" && run:
+			if trimmed == "```" {
+				return nil, fmt.Errorf("README line %d: the block ends inside a here-document (no %s line)", n, heredoc)
+			}
+			c := &cmds[len(cmds)-1]
+			body := strings.TrimPrefix(line, indent)
+			c.text += "\n" + body
+			if body == heredoc {
+				heredoc = ""
+			}
 			continue
 		case inBlock && trimmed == "```":
 			if cont {
@@ -80,6 +98,7 @@ func parseCommands(readme string, sections []string) ([]command, error) {
 			c := &cmds[len(cmds)-1]
 			c.text += "\n" + trimmed
 			cont = strings.HasSuffix(trimmed, `\`)
+			heredoc, pending = opens(trimmed, cont, pending)
 		case trimmed == "":
 		case strings.HasPrefix(trimmed, "#>"):
 			if len(cmds) == 0 || cmds[len(cmds)-1].section != section {
@@ -101,6 +120,7 @@ func parseCommands(readme string, sections []string) ([]command, error) {
 		default:
 			cmds = append(cmds, command{section: section, line: n, text: trimmed})
 			cont = strings.HasSuffix(trimmed, `\`)
+			heredoc, pending = opens(trimmed, cont, "")
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -115,6 +135,33 @@ func parseCommands(readme string, sections []string) ([]command, error) {
 		}
 	}
 	return cmds, nil
+}
+
+// heredocRE is a here-document's redirection: <<WORD, <<'WORD', <<"WORD"
+// (<<- and <<< are not supported: a here-string needs no lines).
+var heredocRE = regexp.MustCompile(`(^|[^<])<<\s*(?:'([A-Za-z_][A-Za-z0-9_]*)'|"([A-Za-z_][A-Za-z0-9_]*)"|([A-Za-z_][A-Za-z0-9_]*))`)
+
+// heredocDelimiter returns the delimiter of the here-document a command
+// line opens, or "".
+func heredocDelimiter(line string) string {
+	m := heredocRE.FindStringSubmatch(line)
+	if m == nil {
+		return ""
+	}
+	return m[2] + m[3] + m[4]
+}
+
+// opens returns the delimiter of the here-document whose lines follow a
+// command's line (its last line: cont false), and the one a continued
+// command has opened so far.
+func opens(line string, cont bool, pending string) (heredoc, stillPending string) {
+	if pending == "" {
+		pending = heredocDelimiter(line)
+	}
+	if cont {
+		return "", pending
+	}
+	return pending, ""
 }
 
 // script is the bash script that runs cmds in one shell, as typed one after

@@ -33,6 +33,22 @@ func TestParseCommandsTakesTheNamedSectionsBlocks(t *testing.T) {
 	assert.ErrorContains(t, err, "inside a continued command")
 }
 
+func TestParseCommandsKeepsHereDocuments(t *testing.T) {
+	const doc = "## S\n\n- py:\n\n  ```sh\n  python3 - $A <<'EOF'   # pip install requests\n  import sys\n  # a comment of the script\n  if sys.argv:\n      print(1)\n  EOF\n  #> 1\n  cat \\\n    <<END\n  x\n  END\n  echo <<< x\n  ```\n"
+	cmds, err := parseCommands(doc, []string{"S"})
+	require.NoError(t, err)
+	require.Len(t, cmds, 3)
+	assert.Equal(t, "python3 - $A <<'EOF'   # pip install requests\nimport sys\n# a comment of the script\nif sys.argv:\n    print(1)\nEOF", cmds[0].text)
+	require.Len(t, cmds[0].expect, 1)
+	assert.Equal(t, []string{"1"}, cmds[0].expect[0].fragments)
+	assert.Equal(t, "cat \\\n<<END\nx\nEND", cmds[1].text)
+	assert.Equal(t, "echo <<< x", cmds[2].text)
+	assert.Equal(t, 6, cmds[0].line)
+
+	_, err = parseCommands("## S\n\n```sh\ncat <<\"EOF\"\nx\n```\n", []string{"S"})
+	assert.ErrorContains(t, err, "inside a here-document (no EOF line)")
+}
+
 func TestExpectationFragmentsMatchInOrder(t *testing.T) {
 	e := expectation{fragments: []string{"acks", "OK, 0 lost", "0 duplicates"}}
 	assert.True(t, e.matches("acks a.log: 5 commands: OK, 0 lost, 0 duplicates, 0 regressions"))

@@ -1,10 +1,12 @@
 // Package readme runs the README's command blocks as a user would type them
-// (issue 28): the Quick start, command line, Global sequences and
-// Operations sections, in one bash shell, in a copy of this checkout,
+// (issue 28): the Quick start, command line, Global sequences, ID service
+// and Operations sections, in one bash shell, in a copy of this checkout,
 // against the test cluster. Only "$(make -s cassandra-up)" is replaced, by
 // the cluster's hosts; "make test" is not run (this test is part of it).
 // A command that exits non-zero, or whose output no longer shows one of
-// its "#>" lines, fails the test.
+// its "#>" lines, fails the test. The ID service's Python snippet needs
+// requests: when the python3 on PATH lacks it, the test installs it with
+// pip into a virtual environment of its own, first on the README's PATH.
 package readme
 
 import (
@@ -30,7 +32,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
 
 // sections are the README sections whose blocks run.
-var sections = []string{"Quick start", "The command line", "Global sequences", "Operations"}
+var sections = []string{"Quick start", "The command line", "Global sequences", "The ID service", "Operations"}
 
 // hostCommand is what the README runs to get a cluster; the test puts the
 // cluster's hosts in its place.
@@ -45,7 +47,7 @@ var notRun = map[string]string{
 const scriptTimeout = 15 * time.Minute
 
 func TestTheREADMERunsAsWritten(t *testing.T) {
-	for _, tool := range []string{"bash", "make", "go", "git", "curl"} {
+	for _, tool := range []string{"bash", "make", "go", "git", "curl", "python3"} {
 		_, err := exec.LookPath(tool)
 		require.NoError(t, err, "the README's blocks need %s on PATH (README, Requirements)", tool)
 	}
@@ -77,7 +79,7 @@ func TestTheREADMERunsAsWritten(t *testing.T) {
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", script(cmds, outDir))
 	sh.Dir = work
-	sh.Env = userEnv()
+	sh.Env = withRequests(t, userEnv())
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a timeout stops the whole group
 	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
 	sh.WaitDelay = 10 * time.Second
@@ -157,6 +159,46 @@ func userEnv() []string {
 		}
 	}
 	return env
+}
+
+// requestsVersion is the requests the test installs when the python3 on
+// PATH lacks it.
+const requestsVersion = "2.34.2"
+
+// withRequests returns env with a python3 that imports requests first on
+// its PATH: env itself when its python3 does, else env with a new virtual
+// environment's bin directory (python3 -m venv, pip install requests; pip
+// uses the user's index, as make cqlsh-venv does).
+func withRequests(t *testing.T, env []string) []string {
+	t.Helper()
+	check := exec.Command("python3", "-c", "import requests")
+	check.Env = env
+	if check.Run() == nil {
+		return env
+	}
+	venv := filepath.Join(t.TempDir(), "venv")
+	bin := filepath.Join(venv, "bin")
+	for _, args := range [][]string{
+		{"python3", "-m", "venv", venv},
+		{filepath.Join(bin, "pip"), "install", "-q", "requests==" + requestsVersion},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the README's Python snippet needs requests, which the python3 on PATH lacks (README, Requirements): %s:\n%s",
+			strings.Join(args, " "), out)
+	}
+	t.Logf("the python3 on PATH lacks requests: installed requests %s into %s, first on the README's PATH", requestsVersion, venv)
+	out := make([]string, 0, len(env)+1)
+	path := "PATH=" + bin
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path += string(os.PathListSeparator) + p
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, path)
 }
 
 // copyCheckout copies the checkout's files (tracked, and untracked ones git
