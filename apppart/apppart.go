@@ -57,8 +57,8 @@ var (
 	// ErrInvalidCommand wraps a command that was refused before it took
 	// any number (WSID 0, unknown WSKind or SeqID).
 	ErrInvalidCommand = errors.New("apppart: invalid command")
-	// ErrWrite wraps a failed event write; the partition actualizes and the
-	// numbers of the command are not used.
+	// ErrWrite wraps a failed event write (in an EventError); the
+	// partition actualizes before it writes again.
 	ErrWrite = errors.New("apppart: event write failed")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("apppart: closed")
@@ -115,17 +115,22 @@ type Partition struct {
 }
 
 // Do runs one command. On success the command's event is durable at
-// Result.Offset. Errors: ErrInvalidCommand (nothing taken), ErrBusy (retry
-// later), ErrWrite (the event was not written, and then the error wraps
-// plog.ErrNotWritten, or its write's outcome is unknown: its numbers are
-// not used again either way), ErrStopped (with
-// plog.ErrConflict: at the write that found the conflict, wrapped in
-// ErrWrite too, and for every later command), a wrapped sequencer error
+// Result.Offset. Once the command took an offset, every error is an
+// *EventError (OutcomeOf reads it) saying whether the event is NotStored
+// or of Unknown outcome, and Result holds the event's offset and numbers
+// (the caller's only if the event is stored: see EventError): a write
+// that failed wraps ErrWrite (with plog.ErrNotWritten when plog did not
+// send the event; with ErrStopped and plog.ErrConflict or plog.ErrFenced
+// when the store refused it, and then every later command fails with
+// ErrStopped), ctx's end while the command waited for its group wraps
+// ctx's error (Unknown), and Close while it was queued wraps ErrClosed
+// (NotStored). Before an offset is taken (NoEvent, Result empty): ctx's
+// error, ErrInvalidCommand (nothing taken), ErrBusy (retry later),
+// ErrStopped, ErrNotLeader, ErrClosed, or a wrapped sequencer error
 // (isequencer.ErrReadNumbers: the workspace's numbers could not be read,
-// wrapping the storage error; ErrNumberOverflow), ErrClosed, or ctx's
-// error. A sequencer error ends the command before its event is written:
-// it took no offset and no number, and the partition does not actualize,
-// so that a failed numbers read can be retried at once.
+// wrapping the storage error; ErrNumberOverflow), which ends the command
+// before its event is written, without actualizing, so that a failed
+// numbers read can be retried at once.
 func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err := p.check(cmd); err != nil {
 		return Result{}, err
@@ -140,15 +145,17 @@ func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	res := Result{Offset: x.ev.Offset, Numbers: nums}
 	select {
 	case <-x.done:
 	case <-ctx.Done():
-		return Result{}, fmt.Errorf("apppart: waiting for the event at PLog offset %d (it may still be stored): %w", x.ev.Offset, ctx.Err())
+		select {
+		case <-x.done: // answered meanwhile: its outcome is known
+		default:
+			return res, eventErr(Unknown, x.ev.Offset, "apppart: waiting for the event at PLog offset %d (it may still be stored): %w", x.ev.Offset, ctx.Err())
+		}
 	}
-	if x.err != nil {
-		return Result{}, x.err
-	}
-	return Result{Offset: x.ev.Offset, Numbers: nums}, nil
+	return res, x.err
 }
 
 // queueLocked takes cmd's offset and numbers and queues its event for the

@@ -213,7 +213,7 @@ func (c *committer) stop() {
 	c.cancel()
 	<-c.done
 	for _, x := range c.queue.Drain() {
-		x.finish(ErrClosed)
+		x.finish(eventErr(NotStored, x.ev.Offset, "%w: the event at PLog offset %d was not written: %w", ErrClosed, x.ev.Offset, plog.ErrNotWritten))
 	}
 }
 
@@ -299,11 +299,11 @@ func (c *committer) failHalted() bool {
 }
 
 // failBehind fails the commands queued behind a failed group: their
-// offsets follow the failed ones, their numbers are not used, and they
-// were never sent (plog.ErrNotWritten).
+// offsets follow the failed ones and their events were never sent
+// (NotStored, plog.ErrNotWritten).
 func failBehind(queued []*pending, err error) {
 	for _, x := range queued {
-		x.finish(fmt.Errorf("%w at PLog offset %d: %w: an earlier group failed: %w", ErrWrite, x.ev.Offset, plog.ErrNotWritten, err))
+		x.finish(eventErr(NotStored, x.ev.Offset, "%w at PLog offset %d: %w: an earlier group failed: %w", ErrWrite, x.ev.Offset, plog.ErrNotWritten, err))
 	}
 }
 
@@ -369,15 +369,15 @@ func (c *committer) answer(group []*pending, o *groupOutcome) {
 			ok++
 			x.finish(nil)
 		case werr == nil:
-			x.finish(fmt.Errorf("%w at PLog offset %d (outcome unknown: the event is stored, after one whose write failed): %w", ErrWrite, off, err))
+			x.finish(eventErr(Unknown, off, "%w at PLog offset %d (outcome unknown: the event is stored, after one whose write failed): %w", ErrWrite, off, err))
 		case refused(werr):
-			x.finish(fmt.Errorf("%w at PLog offset %d: %w: %w", ErrWrite, off, ErrStopped, werr))
+			x.finish(eventErr(NotStored, off, "%w at PLog offset %d: %w: %w", ErrWrite, off, ErrStopped, werr))
 		case errors.Is(werr, plog.ErrNotWritten):
 			gap = true
-			x.finish(fmt.Errorf("%w at PLog offset %d (not written): %w", ErrWrite, off, werr))
+			x.finish(eventErr(NotStored, off, "%w at PLog offset %d (not written): %w", ErrWrite, off, werr))
 		default:
 			gap = true
-			x.finish(fmt.Errorf("%w at PLog offset %d (outcome unknown: the event may be stored): %w", ErrWrite, off, werr))
+			x.finish(eventErr(Unknown, off, "%w at PLog offset %d (outcome unknown: the event may be stored): %w", ErrWrite, off, werr))
 		}
 	}
 	c.count(ok)
