@@ -219,6 +219,63 @@ func (p *Partition) settleLocked() {
 	p.flow.resume()
 }
 
+// WaitReady returns nil once the partition takes commands: it is not
+// actualizing (after Open, after a failed write) and its unflushed values
+// are under their limit. It returns ctx's error if ctx ends first, and
+// ErrClosed, ErrStopped or ErrNotLeader, at once, if the partition will
+// never take a command again. It checks at growing intervals, from
+// readyPollMin to readyPollMax. A Do right after it may still meet ErrBusy
+// if a write fails in between.
+func (p *Partition) WaitReady(ctx context.Context) error {
+	wait := readyPollMin
+	var t *time.Timer
+	for {
+		err := p.ready()
+		if !errors.Is(err, ErrBusy) {
+			return err
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = min(2*wait, readyPollMax)
+	}
+}
+
+// WaitReady's intervals between checks.
+const (
+	readyPollMin = 100 * time.Microsecond
+	readyPollMax = 20 * time.Millisecond
+)
+
+// ready is nil if a command would be taken now, ErrBusy if not yet, else
+// why never: it acts on a failed group write as Do does.
+func (p *Partition) ready() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.settleLocked()
+	if p.stopped != nil {
+		return p.stopped
+	}
+	if p.leaseExpired() {
+		return ErrNotLeader
+	}
+	if !p.seq.Ready() {
+		return ErrBusy
+	}
+	return nil
+}
+
 // leaseExpired reports whether the local lease deadline has passed.
 func (p *Partition) leaseExpired() bool {
 	if p.deadline == nil {

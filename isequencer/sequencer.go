@@ -303,6 +303,21 @@ func (s *Sequencer) wake() {
 	}
 }
 
+// Ready reports whether Start would begin a transaction now: the
+// sequencer is not actualizing or closed, and its unflushed values and
+// marks are under their limits. Like Start, it is called by the caller's
+// goroutine, outside a transaction; it counts no busy answer.
+func (s *Sequencer) Ready() bool {
+	return s.shared.state.Load() == 0 && !s.overLimits()
+}
+
+// overLimits reports whether the unflushed values or marks are at their
+// limits (Start answers busy).
+func (s *Sequencer) overLimits() bool {
+	return s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) ||
+		s.caller.markTail-s.shared.markHead.v.Load() >= s.marksLimit
+}
+
 // Start implements ISequencer.
 func (s *Sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 	c := &s.caller
@@ -318,8 +333,7 @@ func (s *Sequencer) Start(wsKind WSKind, wsID WSID) (PLogOffset, bool) {
 		}
 		return 0, false
 	}
-	if s.unflushedValues() > int64(s.p.MaxNumUnflushedValues) ||
-		c.markTail-s.shared.markHead.v.Load() >= s.marksLimit {
+	if s.overLimits() {
 		s.m.Busy(BusyUnflushed)
 		return 0, false
 	}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -28,11 +26,10 @@ func Example_library() {
 	}
 	defer p.Close()
 	cmd := apppart.Command{WSKind: 1, WSID: 42, Seqs: []isequencer.SeqID{1, 2}}
-	res, err := p.Do(ctx, cmd)
-	for errors.Is(err, apppart.ErrBusy) { // the partition is actualizing: retry
-		time.Sleep(time.Millisecond)
-		res, err = p.Do(ctx, cmd)
+	if err := p.WaitReady(ctx); err != nil { // Open's actualization, bounded by ctx
+		panic(err)
 	}
+	res, err := p.Do(ctx, cmd) // on error: apppart.OutcomeOf(err) says whether the event is stored
 	if err != nil {
 		panic(err)
 	}
