@@ -1,14 +1,20 @@
 // Package ops holds the operations files (Prometheus alert rules, their
 // promtool tests, a Grafana dashboard); its test checks that every metric,
-// label and label value they name is one the metrics package exports.
+// label and label value they name is one the metrics package or the ID
+// service (package idservice, cqlseq serve's /metrics) exports.
 package ops
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,13 +23,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/cqlseq/cqlseq/idservice"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
+	"github.com/cqlseq/cqlseq/storage/mem"
 )
 
 const (
@@ -36,9 +45,10 @@ const (
 // the user's.
 var targetLabels = []string{"job", "instance"}
 
-// openLabels take any value: partition IDs, histogram bucket bounds. The
-// other labels' values (op, reason) are fixed by the code and checked.
-var openLabels = []string{"partition", "le"}
+// openLabels take any value: partition IDs, histogram bucket bounds, the
+// service's sequence names. The other labels' values (op, reason, kind,
+// route, code, layout) are fixed by the code and checked.
+var openLabels = []string{"partition", "le", "sequence"}
 
 // series is one exported series name (a histogram exports three) and its
 // labels with the values the metrics package produces.
@@ -46,8 +56,9 @@ type series struct {
 	labels map[string]map[string]bool
 }
 
-// catalog is what the metrics package exports: series names, and family
-// names (which prose may mention; a histogram's family name selects nothing).
+// catalog is what the metrics package and the ID service export: series
+// names, and family names (which prose may mention; a histogram's family
+// name selects nothing).
 type catalog struct {
 	series   map[string]series
 	families map[string]bool
@@ -56,7 +67,7 @@ type catalog struct {
 // exported builds the catalog from the metrics package itself: it binds a
 // partition, a store and host health on a fresh registry, records a
 // sequencer storage error for every operation isequencer names, and
-// gathers.
+// gathers; then from an ID service on the mem store (serviceFamilies).
 func exported(t *testing.T) catalog {
 	t.Helper()
 	reg := prometheus.NewRegistry()
@@ -78,6 +89,43 @@ func exported(t *testing.T) catalog {
 		t.Fatal(err)
 	}
 	cat := catalog{series: map[string]series{}, families: map[string]bool{}}
+	cat.add(mfs)
+	if len(cat.series) == 0 {
+		t.Fatal("the metrics package exported nothing")
+	}
+	n := len(cat.series)
+	cat.add(serviceFamilies(t))
+	if len(cat.series) == n {
+		t.Fatal("the ID service exported nothing")
+	}
+	// The service's route and code labels take the values the code can
+	// produce, not only those of the requests made here.
+	routes := map[string]bool{}
+	for _, r := range serviceRoutes(t) {
+		routes[r] = true
+	}
+	codes := map[string]bool{}
+	for c := 100; c < 600; c++ {
+		if http.StatusText(c) != "" {
+			codes[strconv.Itoa(c)] = true
+		}
+	}
+	for name, s := range cat.series {
+		if !strings.HasPrefix(name, "cqlseq_service_") {
+			continue
+		}
+		if _, ok := s.labels["route"]; ok {
+			s.labels["route"] = routes
+		}
+		if _, ok := s.labels["code"]; ok {
+			s.labels["code"] = codes
+		}
+	}
+	return cat
+}
+
+// add adds gathered families to the catalog.
+func (cat catalog) add(mfs []*dto.MetricFamily) {
 	for _, mf := range mfs {
 		name := mf.GetName()
 		cat.families[name] = true
@@ -102,10 +150,106 @@ func exported(t *testing.T) catalog {
 		}
 		cat.series[name] = series{labels}
 	}
-	if len(cat.series) == 0 {
-		t.Fatal("the metrics package exported nothing")
+}
+
+// serviceFamilies gathers an ID service's metrics (idservice.New on the mem
+// store, what cqlseq serve serves on /metrics) after a sequence is created
+// and read and one request is answered, so that every family has a series.
+func serviceFamilies(t *testing.T) []*dto.MetricFamily {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	svc, err := idservice.New(ctx, idservice.Options{
+		Store:    mem.New(mem.Options{}),
+		Registry: reg,
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return cat
+	defer func() {
+		if err := svc.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	if _, err := svc.Create(ctx, "s", idservice.Definition{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.NextSequence(ctx, "s", 1); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /healthz: %d %s", rec.Code, rec.Body)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mfs
+}
+
+// serviceRoutes returns the service's route label values: the name fields
+// of the route literals in idservice's sources.
+func serviceRoutes(t *testing.T) []string {
+	t.Helper()
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("../idservice/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	isRoute := func(e ast.Expr) bool { id, ok := e.(*ast.Ident); return ok && id.Name == "route" }
+	var names []string
+	addName := func(lit *ast.CompositeLit) {
+		for _, el := range lit.Elts {
+			kv, ok := el.(*ast.KeyValueExpr)
+			if !ok {
+				continue
+			}
+			if key, ok := kv.Key.(*ast.Ident); !ok || key.Name != "name" {
+				continue
+			}
+			if v, ok := kv.Value.(*ast.BasicLit); ok && v.Kind == token.STRING {
+				s, err := strconv.Unquote(v.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, s)
+			}
+		}
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			if isRoute(lit.Type) {
+				addName(lit)
+			}
+			if at, ok := lit.Type.(*ast.ArrayType); ok && isRoute(at.Elt) {
+				for _, el := range lit.Elts {
+					if elem, ok := el.(*ast.CompositeLit); ok && elem.Type == nil {
+						addName(elem)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if !slices.Contains(names, "sequence_next") || !slices.Contains(names, "not_found") {
+		t.Fatalf("found no route names in idservice (got %q)", names)
+	}
+	return names
 }
 
 // sequencerOps returns the op label values isequencer passes to
@@ -543,7 +687,7 @@ func walkJSON(v any, where string, f func(where, key, v string)) {
 // TestMetricNames checks every expression of the rules, their tests and
 // the dashboard, and every cqlseq_ name in the ops files' text (rule
 // annotations, panel descriptions, the README), against what the metrics
-// package exports.
+// package and the ID service export.
 func TestMetricNames(t *testing.T) {
 	cat := exported(t)
 	all := exprs(t)
@@ -564,7 +708,7 @@ func TestMetricNames(t *testing.T) {
 		}
 		for _, n := range nameRE.FindAllString(string(b), -1) {
 			if _, ok := cat.series[n]; !ok && !cat.families[n] {
-				t.Errorf("%s: names %q, which the metrics package does not export", path, n)
+				t.Errorf("%s: names %q, which neither the metrics package nor the ID service exports", path, n)
 			}
 		}
 	}
@@ -601,6 +745,16 @@ func TestCheckExpr(t *testing.T) {
 		{`sum by (partion) (rate(cqlseq_sequencer_busy_total[5m]))`, `unknown label "partion"`},
 		{`label_values(cqlseq_sequencer_transactions_total, partitions)`, `unknown label "partitions"`},
 		{`label_values({__name__=~"cqlsq_.+"}, instance)`, `matches no cqlseq series`},
+		{`sum by (route, code) (rate(cqlseq_service_requests_total{route=~"sequence_next|leaf_segment", code=~"5.."}[5m]))`, ""},
+		{`histogram_quantile(0.99, sum by (le, route) (rate(cqlseq_service_request_duration_seconds_bucket{route!="metrics"}[5m])))`, ""},
+		{`cqlseq_service_node_lease_held{layout="53"} == 0`, ""},
+		{`rate(cqlseq_service_chunk_fetches_total{sequence="orders"}[5m])`, ""},
+		{`rate(cqlseq_service_request_total[5m])`, `unknown metric "cqlseq_service_request_total"`},
+		{`rate(cqlseq_service_request_duration_seconds[5m])`, `unknown metric "cqlseq_service_request_duration_seconds" (a histogram`},
+		{`rate(cqlseq_service_requests_total{route="sequence_nxt"}[5m])`, `no series has that route`},
+		{`rate(cqlseq_service_requests_total{code=~"5xx"}[5m])`, `no series has that code`},
+		{`cqlseq_service_node_lease_held{layout="64"}`, `no series has that layout`},
+		{`cqlseq_service_ready{route="readyz"}`, `has no label "route"`},
 	} {
 		probs := cat.checkExpr(tt.expr)
 		if tt.wprob == "" {
