@@ -10,16 +10,30 @@
 #   3. batches of 1,000 IDs a request (galloc, timeshard): IDs/s;
 #
 # then CPU profiles of cqlseq serve under max-rate galloc and timeshard
-# (OUTDIR/cpu-*.pprof). Any response other than 2xx fails the run.
+# (OUTDIR/cpu-*.pprof); then the gRPC API (unary NextSequence and
+# NextTimeshard, one ID a call) beside a trivial Connect handler
+# (internal/bench/trivialgrpc, NextSequence answering a constant), both
+# over h2c and loaded by the same client, grpcload (internal/bench/grpcload;
+# vegeta speaks no gRPC), measured the same way:
 #
-# Environment: VEGETA, CQLSEQ, TRIVIAL (binaries), OUTDIR, ROUNDS (3),
-# DUR (10s), SWEEP_DUR (3s), SWEEP_WORKERS ("16 32 64"), FIXED_DUR (10s),
-# BATCH_DUR (5s), PROFILE_DUR (8), PORT_BASE (18080).
+#   4. max rate (-rate 0, workers picked by a short sweep per target, one
+#      HTTP/2 connection), targets interleaved, ROUNDS rounds, medians;
+#   5. a fixed rate, half the trivial gRPC handler's max: p99 of each.
+#
+# Any response other than 2xx, or any failed gRPC call, fails the run.
+#
+# Environment: VEGETA, CQLSEQ, TRIVIAL, TRIVIAL_GRPC, GRPCLOAD (binaries),
+# OUTDIR, ROUNDS (3), DUR (10s), SWEEP_DUR (3s), SWEEP_WORKERS ("16 32 64"),
+# FIXED_DUR (10s), BATCH_DUR (5s), PROFILE_DUR (8), GRPC_DUR (8s),
+# GRPC_SWEEP_DUR (2s), GRPC_SWEEP_WORKERS ("16 64"), GRPC_FIXED_DUR (8s),
+# PORT_BASE (18080).
 set -euo pipefail
 
 VEGETA=${VEGETA:-vegeta}
 CQLSEQ=${CQLSEQ:-cqlseq}
 TRIVIAL=${TRIVIAL:-trivialhttp}
+TRIVIAL_GRPC=${TRIVIAL_GRPC:-trivialgrpc}
+GRPCLOAD=${GRPCLOAD:-grpcload}
 OUTDIR=${OUTDIR:-.cache/bench-service}
 ROUNDS=${ROUNDS:-3}
 DUR=${DUR:-10s}
@@ -28,10 +42,14 @@ SWEEP_WORKERS=${SWEEP_WORKERS:-16 32 64}
 FIXED_DUR=${FIXED_DUR:-10s}
 BATCH_DUR=${BATCH_DUR:-5s}
 PROFILE_DUR=${PROFILE_DUR:-8}
+GRPC_DUR=${GRPC_DUR:-8s}
+GRPC_SWEEP_DUR=${GRPC_SWEEP_DUR:-2s}
+GRPC_SWEEP_WORKERS=${GRPC_SWEEP_WORKERS:-16 64}
+GRPC_FIXED_DUR=${GRPC_FIXED_DUR:-8s}
 PORT_BASE=${PORT_BASE:-18080}
 BATCH=1000
 
-sport=$PORT_BASE tport=$((PORT_BASE + 1)) pport=$((PORT_BASE + 2))
+sport=$PORT_BASE tport=$((PORT_BASE + 1)) pport=$((PORT_BASE + 2)) gport=$((PORT_BASE + 3))
 svc=http://127.0.0.1:$sport
 mkdir -p "$OUTDIR"
 work=$(mktemp -d)
@@ -48,8 +66,12 @@ trap cleanup EXIT
 pids+=($!)
 "$TRIVIAL" -listen "127.0.0.1:$tport" >"$OUTDIR/trivial.log" 2>&1 &
 pids+=($!)
+"$TRIVIAL_GRPC" -listen "127.0.0.1:$gport" >"$OUTDIR/trivialgrpc.log" 2>&1 &
+pids+=($!)
 for i in $(seq 100); do
-	if curl -sf "$svc/readyz" >/dev/null && curl -sf "http://127.0.0.1:$tport/" >/dev/null; then break; fi
+	# The trivial gRPC handler answers a plain GET 404: it listens.
+	if curl -sf "$svc/readyz" >/dev/null && curl -sf "http://127.0.0.1:$tport/" >/dev/null &&
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$gport/")" = 404 ]; then break; fi
 	[ "$i" -lt 100 ] || { echo "bench-service: servers not ready after 10 s" >&2; cat "$OUTDIR/serve.log" >&2; exit 1; }
 	sleep 0.1
 done
@@ -160,6 +182,67 @@ for t in galloc timeshard; do
 	done
 done
 
+# 4. and 5.: the gRPC API beside the trivial gRPC handler, same client.
+gnames=(gtrivial ggalloc gtimeshard)
+declare -A gargs=(
+	[gtrivial]="-url http://127.0.0.1:$gport -method sequence -name bench"
+	[ggalloc]="-url $svc -method sequence -name bench"
+	[gtimeshard]="-url $svc -method timeshard -name 63"
+)
+what+=(
+	[gtrivial]="trivial Connect handler, gRPC NextSequence"
+	[ggalloc]="galloc gRPC NextSequence"
+	[gtimeshard]="timeshard gRPC NextTimeshard (63)"
+)
+# gload NAME OUT GRPCLOAD-FLAGS...: one run, its JSON result in OUT; fails
+# (grpcload exits 1) if any call failed.
+gload() {
+	local name=$1 out=$2
+	shift 2
+	# shellcheck disable=SC2086 # gargs holds several flags
+	if ! "$GRPCLOAD" ${gargs[$name]} -out "$out" "$@" >>"$OUTDIR/grpcload.log" 2>&1; then
+		echo "bench-service: $name ($*): gRPC calls failed: $(tail -3 "$OUTDIR/grpcload.log")" >&2
+		exit 1
+	fi
+}
+gtput_of() { jq '.throughput' "$1"; }
+gp99us_of() { jq '.p99_us' "$1"; }
+: >"$OUTDIR/grpcload.log"
+echo "bench-service: gRPC; $(uptime | sed 's/.*load/load/')"
+declare -A gbest_n gbest_t
+for n in $GRPC_SWEEP_WORKERS; do
+	for t in "${gnames[@]}"; do
+		rep=$OUTDIR/grpc-sweep-$t-$n.json
+		gload "$t" "$rep" -workers "$n" -duration "$GRPC_SWEEP_DUR"
+		r=$(gtput_of "$rep")
+		echo "  sweep $t workers=$n: $(f0 "$r") req/s"
+		if [ -z "${gbest_t[$t]:-}" ] || awk -v a="$r" -v b="${gbest_t[$t]}" 'BEGIN {exit !(a > b)}'; then
+			gbest_t[$t]=$r gbest_n[$t]=$n
+		fi
+	done
+done
+declare -A gmaxr gmaxp99
+for r in $(seq "$ROUNDS"); do
+	for t in "${gnames[@]}"; do
+		rep=$OUTDIR/grpc-max-$t-$r.json
+		gload "$t" "$rep" -workers "${gbest_n[$t]}" -duration "$GRPC_DUR"
+		gmaxr[$t]+=" $(gtput_of "$rep")" gmaxp99[$t]+=" $(gp99us_of "$rep")"
+		echo "  round $r gRPC max $t: $(f0 "$(gtput_of "$rep")") req/s"
+	done
+done
+declare -A gmax_med
+for t in "${gnames[@]}"; do gmax_med[$t]=$(echo "${gmaxr[$t]}" | median); done
+ghalf=$(awk -v x="${gmax_med[gtrivial]}" 'BEGIN {printf "%d", x / 2}')
+declare -A gfixp99 gfixr
+for r in $(seq "$ROUNDS"); do
+	for t in "${gnames[@]}"; do
+		rep=$OUTDIR/grpc-fixed-$t-$r.json
+		gload "$t" "$rep" -workers 64 -rate "$ghalf" -duration "$GRPC_FIXED_DUR"
+		gfixp99[$t]+=" $(gp99us_of "$rep")" gfixr[$t]+=" $(gtput_of "$rep")"
+		echo "  round $r gRPC fixed $ghalf/s $t: p99 $(gp99us_of "$rep") µs"
+	done
+done
+
 # The table.
 ok() { awk -v a="$1" -v b="$2" -v op="$3" 'BEGIN {print ((op == ">=" ? a >= b : a <= b) ? "met" : "MISSED")}'; }
 tmax=${max_med[trivial]}
@@ -201,6 +284,33 @@ tp99=$(echo "${fixp99[trivial]}" | median)
 		printf '| %-48s | %7s | %12s | %-6s |\n' "${what[$t]}?count=$BATCH" "${best_n[$t]}" "$(f0 "$b")" "$(ok "$b" 10000000 ">=")"
 	done
 	echo "   target: >= 10,000,000 IDs/s"
+	echo
+	echo "4. gRPC max rate: grpcload (connect-go, gRPC over h2c, one HTTP/2 connection), unary calls of 1 ID, $GRPC_DUR a run; workers: the best of a $GRPC_SWEEP_DUR sweep of $GRPC_SWEEP_WORKERS"
+	printf '| %-48s | %7s | %10s | %11s | %8s | %-6s |\n' target workers "req/s" "p99 µs" "x trivial" "target"
+	printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "---------" "------------" "-------------" "----------" "--------"
+	gtmax=${gmax_med[gtrivial]}
+	for t in "${gnames[@]}"; do
+		ratio=$(awk -v a="${gmax_med[$t]}" -v b="$gtmax" 'BEGIN {printf "%.2f", a / b}')
+		verdict=-
+		case $t in ggalloc | gtimeshard) verdict=$(ok "$ratio" 0.8 ">=") ;; esac
+		printf '| %-48s | %7s | %10s | %11s | %8s | %-6s |\n' "${what[$t]}" "${gbest_n[$t]}" "$(f0 "${gmax_med[$t]}")" \
+			"$(f0 "$(echo "${gmaxp99[$t]}" | median)")" "$ratio" "$verdict"
+	done
+	echo "   target: galloc and timeshard >= 0.80 x the trivial gRPC handler's rate"
+	echo
+	echo "5. gRPC fixed rate $ghalf req/s (half the trivial gRPC handler's max), 64 workers, $GRPC_FIXED_DUR a run"
+	printf '| %-48s | %10s | %11s | %8s | %-6s | %-24s |\n' target "req/s" "p99 µs" "x trivial" "target" "p99 µs of each round"
+	printf '|%s|%s|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "------------" "-------------" "----------" "--------" "--------------------------"
+	gtp99=$(echo "${gfixp99[gtrivial]}" | median)
+	for t in "${gnames[@]}"; do
+		p=$(echo "${gfixp99[$t]}" | median)
+		ratio=$(awk -v a="$p" -v b="$gtp99" 'BEGIN {printf "%.2f", a / b}')
+		verdict=-
+		case $t in ggalloc | gtimeshard) verdict=$(ok "$ratio" 1.25 "<=") ;; esac
+		each=$(for x in ${gfixp99[$t]}; do printf '%.0f ' "$x"; done)
+		printf '| %-48s | %10s | %11s | %8s | %-6s | %-24s |\n' "${what[$t]}" "$(f0 "$(echo "${gfixr[$t]}" | median)")" "$(f0 "$p")" "$ratio" "$verdict" "${each% }"
+	done
+	echo "   target: p99 within 1.25 x the trivial gRPC handler's at the same rate"
 	echo
 	echo "CPU profiles of cqlseq serve at max rate: $OUTDIR/cpu-{galloc,timeshard}{,-batch}.pprof (go tool pprof -top $CQLSEQ FILE)"
 } | tee "$OUTDIR/table.md"
