@@ -105,6 +105,9 @@ type Partition struct {
 	deadline func() time.Time // the lease's local deadline; nil: none
 	hooks    Hooks
 
+	part   isequencer.PartitionID
+	reader *plog.Reader // the PLog's reader (Settle)
+
 	mu      sync.Mutex
 	seq     *isequencer.Sequencer
 	cleanup func()

@@ -186,7 +186,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks,
-		seq: seq, cleanup: cleanup,
+		seq: seq, cleanup: cleanup, part: o.Partition, reader: reader,
 		flow: newCommitter(flowConfig{
 			log: writerLog{gw}, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
 			hooks: o.Hooks, logger: o.Logger,

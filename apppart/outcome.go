@@ -1,10 +1,14 @@
 package apppart
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
 )
 
 // Outcome is what became of a command's event, as a caller branches on it
@@ -77,4 +81,83 @@ func OutcomeOf(err error) Outcome {
 // eventErr is the EventError of the event at off.
 func eventErr(outcome Outcome, off isequencer.PLogOffset, format string, args ...any) *EventError {
 	return &EventError{Outcome: outcome, Offset: off, Err: fmt.Errorf(format, args...)}
+}
+
+// ErrInvalidSettle: Settle was given a Result without an offset.
+var ErrInvalidSettle = errors.New("apppart: settle: no offset")
+
+// Settle returns the final outcome of cmd's event that Do answered with
+// res (res as Do returned it, with an Unknown outcome or any other):
+// Stored if the event stored at res.Offset is cmd's (its workspace, its
+// numbers res.Numbers and its payload), NotStored if it is another's.
+//
+// It first waits, bounded by ctx, until the offset is final: every event
+// up to it durable for this owner (isequencer.Sequencer.DurableNext past
+// it). After an Unknown outcome the partition actualizes (Settle starts
+// it, as Do would): either its replay reads the event, or a later
+// command's event takes the offset once it is durable. From then on no
+// write changes the event at the offset (docs/design.md, "Settling an
+// unknown outcome"). An idle partition writes no later event: Settle then
+// waits until a command does or ctx ends.
+//
+// It returns ErrStopped, ErrNotLeader or ErrClosed if the partition can no
+// longer make the offset final (the next owner's partition settles it),
+// and a read error wrapped. Settle tells commands of one workspace apart
+// by their payloads: two commands with equal payloads given equal numbers
+// at one offset are one event to it.
+func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcome, error) {
+	off := res.Offset
+	if off == 0 {
+		return Unknown, ErrInvalidSettle
+	}
+	wait := readyPollMin
+	var t *time.Timer
+	for p.seq.DurableNext() <= off {
+		if err := p.ready(); err != nil && !errors.Is(err, ErrBusy) {
+			if p.seq.DurableNext() > off {
+				break // made final as it stopped
+			}
+			return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
+		}
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return Unknown, fmt.Errorf("apppart: settle PLog offset %d (not final yet: every event below %d is durable): %w", off, p.seq.DurableNext(), ctx.Err())
+		}
+		wait = min(2*wait, readyPollMax)
+	}
+	var want plog.Event
+	p.shape.fill(&want, off, cmd, res.Numbers, cmd.Payload)
+	wantBytes, err := plog.AppendEncoded(nil, &want)
+	if err != nil {
+		return Unknown, fmt.Errorf("%w: %w", ErrInvalidCommand, err)
+	}
+	var got []byte
+	errFound := errors.New("found")
+	err = p.reader.ReadEvents(ctx, p.part, off, func(e *plog.Event) error {
+		if e.Offset == off {
+			b, err := plog.AppendEncoded(nil, e)
+			if err != nil {
+				return err
+			}
+			got = b
+		}
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: read: %w", off, err)
+	}
+	if got == nil {
+		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: no event there although every event below %d is durable (was the store restored?)", off, p.seq.DurableNext())
+	}
+	if bytes.Equal(got, wantBytes) {
+		return Stored, nil
+	}
+	return NotStored, nil
 }

@@ -303,6 +303,14 @@ func (s *Sequencer) wake() {
 	}
 }
 
+// DurableNext returns the next PLog offset below which every event is
+// durable: as Durable (with GroupCommit) or Flush reported it, or as the
+// last actualization read the PLog. It never decreases. Any goroutine may
+// call it.
+func (s *Sequencer) DurableNext() PLogOffset {
+	return PLogOffset(s.shared.watermark.v.Load())
+}
+
 // Ready reports whether Start would begin a transaction now: the
 // sequencer is not actualizing or closed, and its unflushed values and
 // marks are under their limits. Like Start, it is called by the caller's
