@@ -167,15 +167,19 @@ check-containers:
 	fi; \
 	echo "check-containers: no container or network left ($$filter)"
 
-# torture-short is the campaign's CI variant (about 4 minutes): 20 client
+# torture-short is the campaign's CI variant (about 5 minutes): 20 client
 # SIGKILLs across every mode on HOSTS, no node faults, then the short
 # skew, contested, modechange and tools phases (-short; tools: cqlseq
 # actualize --write between owners killed before their offset write, on a
-# keyspace and a bbolt file per mode, about 40 s).
+# keyspace and a bbolt file per mode, about 40 s) and the short service
+# phase (issue 37, about 45 s: 3 cqlseq serve instances under vegeta
+# v12.13.0, go install'd into .cache/tools; one SIGTERMed, two SIGKILLed,
+# each restarted; every response body checked).
 torture-short:
+	GOBIN=$(CACHE)/tools $(GO) install github.com/tsenart/vegeta/v12@v12.13.0
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
-	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0 -short
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0 -short -vegeta $(CACHE)/tools/vegeta
 
 # test-cluster runs the storage conformance suite and LWT race (cqlstore),
 # elections, the fenced takeovers (fencing, orchestration) and the restart
@@ -194,12 +198,16 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 	cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSEQ_CQL_RF=3 CQLSH=$(CQLSH) \
 	  $(GO) test $(IT_FLAGS) $(CLUSTER_PKGS)
 
-# torture builds cqlseq and the campaign driver, starts a 3-node cluster
-# (or uses CLUSTER_STATE_FILE, a running cluster's state), crash-safe (a
-# node's SIGKILL loses no schema change: without it a restarted node can
-# come back without the keyspaces created just before), runs every phase
-# and prints the table (node_kill, node_pause and partition in fenced and
-# trust2 at 4x16, with the acks/s before and during each fault); it exits
+# torture builds cqlseq and the campaign driver, installs vegeta v12.13.0
+# into .cache/tools (the service phase's load generator), starts a 3-node
+# cluster (or uses CLUSTER_STATE_FILE, a running cluster's state),
+# crash-safe (a node's SIGKILL loses no schema change: without it a
+# restarted node can come back without the keyspaces created just before),
+# runs every phase and prints the table (node_kill, node_pause and partition
+# in fenced and trust2 at 4x16, with the acks/s before and during each
+# fault; service: 3 cqlseq serve instances under vegeta, instances SIGTERMed
+# and SIGKILLed, a node SIGKILLed and one SIGSTOPped, every body checked:
+# TORTURE_ARGS='-phases service' runs it alone, about 4 minutes); it exits
 # non-zero if a check fails (a missed rate target only with
 # TORTURE_ARGS=-rate-targets). The partition phase cuts node 3 off with
 # iptables (Debian package iptables; run as root): without a working
@@ -208,6 +216,7 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 # campaign's iptables rules are removed, paused nodes resumed, and the
 # cluster it started is stopped.
 torture: $(LAUNCHER)
+	GOBIN=$(CACHE)/tools $(GO) install github.com/tsenart/vegeta/v12@v12.13.0
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
 	@set -euo pipefail; \
@@ -218,7 +227,7 @@ torture: $(LAUNCHER)
 	  trap '$(BIN)/cqlseq-torture -cleanup -state '"$$state"' 2>/dev/null || true; $(LAUNCHER) down -state '"$$state"' || true' EXIT; \
 	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -crash-safe -state "$$state" >/dev/null; \
 	fi; \
-	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" $(TORTURE_ARGS)
+	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" -vegeta $(CACHE)/tools/vegeta $(TORTURE_ARGS)
 
 # gray-check is issue 22's gray-failure check, run by make test (about 2
 # minutes with the cluster start): a 3-node cluster (or CLUSTER_STATE_FILE's),

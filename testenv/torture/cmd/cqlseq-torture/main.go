@@ -54,17 +54,34 @@
 //     next offset the tool reported (it was fenced off). Then a fresh owner
 //     must acknowledge and verify --acks judges every acknowledgement; the
 //     report's third table gives the kills, tool runs and verdicts;
+//   - service (issue 37): 3 cqlseq serve instances on one keyspace (one
+//     ID space: their node leases compete), each loaded by a vegeta
+//     attack (-vegeta, v12.13.0; 150 requests/s each, every response
+//     saved) on the galloc (sequences of chunk 100), timeshard (layouts
+//     63 and 53) and Leaf paths; one instance SIGTERMed (it must exit 0
+//     within its --shutdown-timeout, and its restart take the node IDs it
+//     released) and restarted, instances SIGKILLed and restarted (2, or 5
+//     in the full campaign), and in the full campaign (not -short, with
+//     -state and -node-faults > 0) a node SIGKILLed and restarted and one
+//     SIGSTOPped for -pause. Then every body is read: no ID twice per
+//     galloc sequence and per layout (Leaf's segment IDs are their
+//     sequence's, its snowflake IDs the 63-bit layout's), every non-2xx
+//     answer or transport error inside the window of a fault that explains
+//     it (counted per fault and class), galloc's waste within 2 chunks per
+//     instance start. -short runs about 45 s; its own table gives the
+//     counts;
 //   - gray (not in the default set; -gray runs it alone): the CI check of
 //     issue 22: one node SIGSTOPped for 10 s under load; it fails if an
 //     acknowledged command is lost or fewer than -gray-min of the rate
 //     before is acknowledged during the pause.
 //
-// skew, contested, modechange and tools need no -state (only contested's
-// node pause does) and run with -node-faults 0; -short is their CI variant
-// (fewer and shorter runs, no node pause). Each ends with verify --acks
-// over every acknowledgement of the phase, and the report's second table
-// gives their runs, clock skew, unknown outcomes (as the children logged
-// them), takeovers contested and epochs taken twice.
+// skew, contested, modechange, tools and service need no -state (only
+// contested's node pause and service's node faults do) and run with
+// -node-faults 0; -short is their CI variant (fewer and shorter runs, no
+// node fault). skew, contested, modechange and tools each end with verify
+// --acks over every acknowledgement of the phase, and the report's second
+// table gives their runs, clock skew, unknown outcomes (as the children
+// logged them), takeovers contested and epochs taken twice.
 //
 // node_kill, node_pause and partition run in every -fault-modes mode at
 // -fault-partitions x -fault-concurrency and measure the acknowledged
