@@ -192,7 +192,8 @@ func serviceFamilies(t *testing.T) []*dto.MetricFamily {
 }
 
 // serviceRoutes returns the service's route label values: the name fields
-// of the route literals in idservice's sources.
+// of the route literals (the HTTP routes) and the string constants named
+// grpcRoute... (the gRPC methods) in idservice's sources.
 func serviceRoutes(t *testing.T) []string {
 	t.Helper()
 	fset := token.NewFileSet()
@@ -229,6 +230,21 @@ func serviceRoutes(t *testing.T) []string {
 			t.Fatal(err)
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
+			if vs, ok := n.(*ast.ValueSpec); ok {
+				for i, id := range vs.Names {
+					if !strings.HasPrefix(id.Name, "grpcRoute") || i >= len(vs.Values) {
+						continue
+					}
+					if v, ok := vs.Values[i].(*ast.BasicLit); ok && v.Kind == token.STRING {
+						s, err := strconv.Unquote(v.Value)
+						if err != nil {
+							t.Fatal(err)
+						}
+						names = append(names, s)
+					}
+				}
+				return true
+			}
 			lit, ok := n.(*ast.CompositeLit)
 			if !ok {
 				return true
@@ -751,7 +767,9 @@ func TestCheckExpr(t *testing.T) {
 		{`rate(cqlseq_service_chunk_fetches_total{sequence="orders"}[5m])`, ""},
 		{`rate(cqlseq_service_request_total[5m])`, `unknown metric "cqlseq_service_request_total"`},
 		{`rate(cqlseq_service_request_duration_seconds[5m])`, `unknown metric "cqlseq_service_request_duration_seconds" (a histogram`},
+		{`rate(cqlseq_service_requests_total{route=~"sequence_next|grpc_sequence_next"}[5m])`, ""},
 		{`rate(cqlseq_service_requests_total{route="sequence_nxt"}[5m])`, `no series has that route`},
+		{`rate(cqlseq_service_requests_total{route="grpc_next"}[5m])`, `no series has that route`},
 		{`rate(cqlseq_service_requests_total{code=~"5xx"}[5m])`, `no series has that code`},
 		{`cqlseq_service_node_lease_held{layout="64"}`, `no series has that layout`},
 		{`cqlseq_service_ready{route="readyz"}`, `has no label "route"`},
