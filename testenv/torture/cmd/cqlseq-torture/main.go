@@ -276,7 +276,7 @@ func run(args []string) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	if slices.Contains(c.phases, servicePhase{}.name()) {
+	if !c.cleanup && slices.Contains(c.phases, servicePhase{}.name()) {
 		// The service phase's load generator, before any phase runs.
 		if c.vegeta == "" {
 			c.vegeta = "vegeta"
