@@ -104,6 +104,7 @@ type Partition struct {
 	epoch    uint64           // the ownership epoch (Epoch reports it in fenced mode)
 	deadline func() time.Time // the lease's local deadline; nil: none
 	hooks    Hooks
+	m        Metrics
 
 	part   isequencer.PartitionID
 	reader *plog.Reader // the PLog's reader (Settle)
@@ -135,6 +136,13 @@ type Partition struct {
 // before its event is written, without actualizing, so that a failed
 // numbers read can be retried at once.
 func (p *Partition) Do(ctx context.Context, cmd Command) (Result, error) {
+	began := time.Now()
+	res, err := p.do(ctx, cmd)
+	p.m.Command(ResultOf(err), time.Since(began))
+	return res, err
+}
+
+func (p *Partition) do(ctx context.Context, cmd Command) (Result, error) {
 	if err := p.check(cmd); err != nil {
 		return Result{}, err
 	}
@@ -216,6 +224,7 @@ func (p *Partition) settleLocked() {
 	}
 	if o.refused() {
 		p.stopped = stoppedBy(o.refusal())
+		p.m.Stopped(stopReason(o.refusal())) // the committer logged it (halt)
 		return
 	}
 	p.seq.Actualize()

@@ -73,6 +73,9 @@ type OpenOptions struct {
 	WriteTimeout time.Duration
 	// Logger receives write failures. Default slog.Default().
 	Logger *slog.Logger
+	// Metrics receives the partition's observations (package metrics'
+	// Collectors.Partition). nil: none.
+	Metrics Metrics
 }
 
 // EnsureDefaults sets zero fields to their defaults.
@@ -94,6 +97,9 @@ func (o *OpenOptions) EnsureDefaults() {
 	}
 	if o.Sequencer.Logger == nil {
 		o.Sequencer.Logger = o.Logger
+	}
+	if o.Metrics == nil {
+		o.Metrics = nopMetrics{}
 	}
 }
 
@@ -185,13 +191,14 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	}
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
-		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks,
+		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks, m: o.Metrics,
 		seq: seq, cleanup: cleanup, part: o.Partition, reader: reader,
 		flow: newCommitter(flowConfig{
-			log: writerLog{gw}, durable: seq, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
+			log: writerLog{gw}, durable: durableTap{seq, o.Metrics}, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
 			hooks: o.Hooks, logger: o.Logger,
 		}),
 	}
+	o.Metrics.Opened(epoch)
 	return p, nil
 }
 

@@ -1,5 +1,6 @@
-// Package metrics exports cqlseq's observations as Prometheus metrics: the
-// sequencer's (isequencer.Metrics) per partition, and every storage call by
+// Package metrics exports cqlseq's observations as Prometheus metrics: a
+// partition's sequencer (isequencer.Metrics) and command flow
+// (apppart.Metrics), labelled app and partition, and every storage call by
 // operation through an instrumenting storage.Storage wrapper.
 //
 // All metric names start with "cqlseq_". Children are bound once per
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
 )
@@ -39,17 +41,28 @@ type Collectors struct {
 	storageErrors *prometheus.CounterVec
 
 	leadership *prometheus.CounterVec
+
+	commands    *prometheus.CounterVec
+	commandTime *prometheus.HistogramVec
+	stopped     *prometheus.GaugeVec
+	epoch       *prometheus.GaugeVec
+	durableNext *prometheus.GaugeVec
 }
 
-// New creates cqlseq's collectors and registers them on reg, which must also
-// be a prometheus.Gatherer for Handler (a *prometheus.Registry is both).
-func New(reg *prometheus.Registry) (*Collectors, error) {
+// New creates cqlseq's collectors and registers them on reg. Handler
+// serves reg if it is also a prometheus.Gatherer (a *prometheus.Registry
+// is both), else prometheus.DefaultGatherer.
+func New(reg prometheus.Registerer) (*Collectors, error) {
 	if reg == nil {
-		return nil, errors.New("metrics: nil registry")
+		return nil, errors.New("metrics: nil registerer")
 	}
-	part := []string{"partition"}
+	g, ok := reg.(prometheus.Gatherer)
+	if !ok {
+		g = prometheus.DefaultGatherer
+	}
+	part := []string{"app", "partition"}
 	c := &Collectors{
-		reg: reg,
+		reg: g,
 		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cqlseq_sequencer_transactions_total",
 			Help: "Sequencing transactions started (Start returned ok).",
@@ -57,7 +70,7 @@ func New(reg *prometheus.Registry) (*Collectors, error) {
 		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cqlseq_sequencer_busy_total",
 			Help: "Start calls refused as busy, by reason (actualizing, unflushed).",
-		}, []string{"partition", "reason"}),
+		}, []string{"app", "partition", "reason"}),
 		unflushed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cqlseq_sequencer_unflushed_values",
 			Help: "Accepted values not yet durable in the sequence storage.",
@@ -84,7 +97,7 @@ func New(reg *prometheus.Registry) (*Collectors, error) {
 		seqStorageErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cqlseq_sequencer_storage_errors_total",
 			Help: "Failed sequence-storage calls of the sequencer, by operation (each is retried).",
-		}, []string{"partition", "op"}),
+		}, []string{"app", "partition", "op"}),
 		storageCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cqlseq_storage_call_seconds",
 			Help:    "Duration of storage calls, by operation.",
@@ -98,9 +111,31 @@ func New(reg *prometheus.Registry) (*Collectors, error) {
 			Name: "cqlseq_leadership_events_total",
 			Help: "Leadership (lease) events by kind: acquired, renewed, renew-failed, lost, released.",
 		}, []string{"kind"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cqlseq_partition_commands_total",
+			Help: "Commands (apppart Do) by result: stored, not_stored, unknown (the event's outcome once an offset was taken), busy, invalid, stopped, not_leader, closed, canceled, error.",
+		}, []string{"app", "partition", "result"}),
+		commandTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cqlseq_partition_command_seconds",
+			Help:    "Duration of the commands that took an offset (stored, not_stored, unknown), from Do to its answer.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, part),
+		stopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cqlseq_partition_stopped",
+			Help: "1 while the partition is stopped, by reason (conflict: a write found its key taken; fenced: another owner fenced it off): it takes no command until an operator reopens it.",
+		}, []string{"app", "partition", "reason"}),
+		epoch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cqlseq_partition_epoch",
+			Help: "The partition's ownership epoch, taken at Open.",
+		}, part),
+		durableNext: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cqlseq_partition_durable_offset",
+			Help: "The next PLog offset below which every event of the partition is durable, after its last group write.",
+		}, part),
 	}
 	for _, col := range []prometheus.Collector{c.transactions, c.busy, c.unflushed, c.flushBatch, c.flushLatency,
-		c.actualizeTime, c.eventsReplayed, c.seqStorageErrs, c.storageCalls, c.storageErrors, c.leadership} {
+		c.actualizeTime, c.eventsReplayed, c.seqStorageErrs, c.storageCalls, c.storageErrors, c.leadership,
+		c.commands, c.commandTime, c.stopped, c.epoch, c.durableNext} {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("metrics: registering: %w", err)
 		}
@@ -113,26 +148,76 @@ func (c *Collectors) Handler() http.Handler {
 	return promhttp.HandlerFor(c.reg, promhttp.HandlerOpts{})
 }
 
-// Sequencer returns the isequencer.Metrics of one partition.
-func (c *Collectors) Sequencer(p isequencer.PartitionID) isequencer.Metrics {
-	l := strconv.Itoa(int(p))
-	return &seqMetrics{
-		c:              c,
-		partition:      l,
-		transactions:   c.transactions.WithLabelValues(l),
-		busyActualize:  c.busy.WithLabelValues(l, isequencer.BusyActualizing.String()),
-		busyUnflushed:  c.busy.WithLabelValues(l, isequencer.BusyUnflushed.String()),
-		unflushed:      c.unflushed.WithLabelValues(l),
-		flushBatch:     c.flushBatch.WithLabelValues(l),
-		flushLatency:   c.flushLatency.WithLabelValues(l),
-		actualizeTime:  c.actualizeTime.WithLabelValues(l),
-		eventsReplayed: c.eventsReplayed.WithLabelValues(l),
+// Partition returns the metrics of one application partition: its
+// sequencer's (isequencer.Metrics, for apppart.OpenOptions.Sequencer) and
+// its command flow's (apppart.Metrics, for apppart.OpenOptions.Metrics),
+// labelled app and partition.
+func (c *Collectors) Partition(app isequencer.ClusterAppID, p isequencer.PartitionID) *Partition {
+	a, l := strconv.FormatUint(uint64(app), 10), strconv.FormatUint(uint64(p), 10)
+	m := &Partition{
+		seqMetrics: seqMetrics{
+			c:              c,
+			app:            a,
+			partition:      l,
+			transactions:   c.transactions.WithLabelValues(a, l),
+			busyActualize:  c.busy.WithLabelValues(a, l, isequencer.BusyActualizing.String()),
+			busyUnflushed:  c.busy.WithLabelValues(a, l, isequencer.BusyUnflushed.String()),
+			unflushed:      c.unflushed.WithLabelValues(a, l),
+			flushBatch:     c.flushBatch.WithLabelValues(a, l),
+			flushLatency:   c.flushLatency.WithLabelValues(a, l),
+			actualizeTime:  c.actualizeTime.WithLabelValues(a, l),
+			eventsReplayed: c.eventsReplayed.WithLabelValues(a, l),
+		},
+		commandTime: c.commandTime.WithLabelValues(a, l),
+		epoch:       c.epoch.WithLabelValues(a, l),
+		durableNext: c.durableNext.WithLabelValues(a, l),
 	}
+	for r := range apppart.NumCommandResults {
+		m.commands[r] = c.commands.WithLabelValues(a, l, r.String())
+	}
+	return m
+}
+
+// Partition is one partition's metrics; see Collectors.Partition.
+type Partition struct {
+	seqMetrics
+	commands    [apppart.NumCommandResults]prometheus.Counter
+	commandTime prometheus.Observer
+	epoch       prometheus.Gauge
+	durableNext prometheus.Gauge
+}
+
+var (
+	_ isequencer.Metrics = (*Partition)(nil)
+	_ apppart.Metrics    = (*Partition)(nil)
+)
+
+// Opened implements apppart.Metrics.
+func (m *Partition) Opened(epoch uint64) { m.epoch.Set(float64(epoch)) }
+
+// Command implements apppart.Metrics.
+func (m *Partition) Command(r apppart.CommandResult, took time.Duration) {
+	if r >= apppart.NumCommandResults {
+		r = apppart.ResultError
+	}
+	m.commands[r].Inc()
+	switch r {
+	case apppart.ResultStored, apppart.ResultNotStored, apppart.ResultUnknown:
+		m.commandTime.Observe(took.Seconds())
+	}
+}
+
+// Durable implements apppart.Metrics.
+func (m *Partition) Durable(next isequencer.PLogOffset) { m.durableNext.Set(float64(next)) }
+
+// Stopped implements apppart.Metrics.
+func (m *Partition) Stopped(reason apppart.StopReason) {
+	m.c.stopped.WithLabelValues(m.app, m.partition, string(reason)).Set(1)
 }
 
 type seqMetrics struct {
 	c              *Collectors
-	partition      string
+	app, partition string
 	transactions   prometheus.Counter
 	busyActualize  prometheus.Counter
 	busyUnflushed  prometheus.Counter
@@ -142,8 +227,6 @@ type seqMetrics struct {
 	actualizeTime  prometheus.Observer
 	eventsReplayed prometheus.Counter
 }
-
-var _ isequencer.Metrics = (*seqMetrics)(nil)
 
 func (m *seqMetrics) Transaction() { m.transactions.Inc() }
 
@@ -169,7 +252,7 @@ func (m *seqMetrics) Actualized(events int, took time.Duration) {
 }
 
 func (m *seqMetrics) StorageError(op string) {
-	m.c.seqStorageErrs.WithLabelValues(m.partition, op).Inc()
+	m.c.seqStorageErrs.WithLabelValues(m.app, m.partition, op).Inc()
 }
 
 // Storage returns st instrumented: every call's duration and failure is

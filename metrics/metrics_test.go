@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/mem"
@@ -57,7 +58,7 @@ func TestSequencerMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c, err := New(reg)
 	require.NoError(t, err)
-	m := c.Sequencer(7)
+	m := c.Partition(3, 7)
 	m.Transaction()
 	m.Transaction()
 	m.Busy(isequencer.BusyActualizing)
@@ -68,21 +69,68 @@ func TestSequencerMetrics(t *testing.T) {
 	m.Actualized(123, time.Second)
 	m.StorageError("ReadNumbers")
 
-	assert.Equal(t, 2.0, value(t, reg, "cqlseq_sequencer_transactions_total", "partition", "7"))
-	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_busy_total", "partition", "7", "reason", "actualizing"))
-	assert.Equal(t, 2.0, value(t, reg, "cqlseq_sequencer_busy_total", "partition", "7", "reason", "unflushed"))
-	assert.Equal(t, 42.0, value(t, reg, "cqlseq_sequencer_unflushed_values", "partition", "7"))
-	assert.Equal(t, 123.0, value(t, reg, "cqlseq_sequencer_events_replayed_total", "partition", "7"))
-	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_storage_errors_total", "partition", "7", "op", "ReadNumbers"))
-	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_flush_batch_values", "partition", "7"))
+	p := []string{"app", "3", "partition", "7"}
+	lbl := func(kv ...string) []string { return append(append([]string(nil), p...), kv...) }
+	assert.Equal(t, 2.0, value(t, reg, "cqlseq_sequencer_transactions_total", p...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_busy_total", lbl("reason", "actualizing")...))
+	assert.Equal(t, 2.0, value(t, reg, "cqlseq_sequencer_busy_total", lbl("reason", "unflushed")...))
+	assert.Equal(t, 42.0, value(t, reg, "cqlseq_sequencer_unflushed_values", p...))
+	assert.Equal(t, 123.0, value(t, reg, "cqlseq_sequencer_events_replayed_total", p...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_storage_errors_total", lbl("op", "ReadNumbers")...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_sequencer_flush_batch_values", p...))
 
 	rec := httptest.NewRecorder()
 	c.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
 	for _, name := range []string{"cqlseq_sequencer_transactions_total", "cqlseq_sequencer_flush_batch_values_bucket",
-		"cqlseq_sequencer_actualization_seconds_count", `partition="7"`} {
+		"cqlseq_sequencer_actualization_seconds_count", `app="3",partition="7"`} {
 		assert.True(t, strings.Contains(string(body), name), "exposition lacks %s", name)
 	}
+}
+
+// TestPartitionMetrics: a partition's command flow: its epoch, each
+// result counted (every result has a series from the start), the latency
+// of the commands that took an offset, the durable offset, and the stop
+// with its reason.
+func TestPartitionMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, err := New(reg)
+	require.NoError(t, err)
+	m := c.Partition(3, 7)
+	p := []string{"app", "3", "partition", "7"}
+	lbl := func(kv ...string) []string { return append(append([]string(nil), p...), kv...) }
+	for r := range apppart.NumCommandResults {
+		assert.Equal(t, 0.0, value(t, reg, "cqlseq_partition_commands_total", lbl("result", r.String())...), r.String())
+	}
+	m.Opened(12)
+	m.Command(apppart.ResultStored, time.Millisecond)
+	m.Command(apppart.ResultStored, time.Millisecond)
+	m.Command(apppart.ResultUnknown, time.Second)
+	m.Command(apppart.ResultBusy, 0)
+	m.Command(apppart.NumCommandResults+3, 0) // out of range: counted as an error
+	m.Durable(99)
+	assert.Equal(t, -1.0, value(t, reg, "cqlseq_partition_stopped", lbl("reason", "conflict")...), "no series before a stop")
+	m.Stopped(apppart.StopConflict)
+
+	assert.Equal(t, 12.0, value(t, reg, "cqlseq_partition_epoch", p...))
+	assert.Equal(t, 2.0, value(t, reg, "cqlseq_partition_commands_total", lbl("result", "stored")...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_partition_commands_total", lbl("result", "unknown")...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_partition_commands_total", lbl("result", "busy")...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_partition_commands_total", lbl("result", "error")...))
+	assert.Equal(t, 3.0, value(t, reg, "cqlseq_partition_command_seconds", p...), "busy answers are not timed")
+	assert.Equal(t, 99.0, value(t, reg, "cqlseq_partition_durable_offset", p...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_partition_stopped", lbl("reason", "conflict")...))
+}
+
+// TestNewTakesARegisterer: a Registerer that is not a Gatherer (labels
+// wrapped around a registry) is accepted; the metrics land in the registry
+// with those labels.
+func TestNewTakesARegisterer(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c, err := New(prometheus.WrapRegistererWith(prometheus.Labels{"vvm": "a"}, reg))
+	require.NoError(t, err)
+	c.Partition(1, 2).Opened(5)
+	assert.Equal(t, 5.0, value(t, reg, "cqlseq_partition_epoch", "app", "1", "partition", "2", "vvm", "a"))
 }
 
 func TestNewRejectsNilAndDoubleRegistration(t *testing.T) {

@@ -29,8 +29,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/idservice"
-	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
@@ -75,9 +75,12 @@ func exported(t *testing.T) catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := c.Sequencer(isequencer.PartitionID(1))
+	m := c.Partition(1, 1)
 	for _, op := range sequencerOps(t) {
 		m.StorageError(op)
+	}
+	for _, r := range []apppart.StopReason{apppart.StopConflict, apppart.StopFenced} {
+		m.Stopped(r) // binds each reason's series
 	}
 	c.Storage(nil) // binds every operation's children; no call is made
 	c.Leadership() // binds every event kind's child

@@ -399,7 +399,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		body = string(b)
 	}
-	assert.Contains(t, body, `cqlseq_sequencer_transactions_total{partition="0"}`)
+	assert.Contains(t, body, `cqlseq_sequencer_transactions_total{app="1",partition="0"}`)
+	assert.Contains(t, body, `cqlseq_partition_commands_total{app="1",partition="0",result="stored"}`)
 	assert.Contains(t, body, "cqlseq_storage_call_seconds")
 	cancel()
 	assert.Equal(t, ExitInterrupted, <-done)

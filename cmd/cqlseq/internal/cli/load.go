@@ -102,7 +102,8 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 	}
 	s := &partitionSet{}
 	for p := range c.partitions {
-		obs := newObserver(c.mc.Sequencer(isequencer.PartitionID(p)))
+		pm := c.mc.Partition(c.app, isequencer.PartitionID(p))
+		obs := newObserver(pm)
 		var part *apppart.Partition
 		err := retryTransient(ctx, c.log, fmt.Sprintf("opening partition %d", p), c.readyTimeout, func(ctx context.Context) (err error) {
 			part, err = apppart.Open(ctx, apppart.OpenOptions{
@@ -120,7 +121,8 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 					Logger:                c.log,
 					Metrics:               obs,
 				},
-				Logger: c.log,
+				Logger:  c.log,
+				Metrics: pm,
 			})
 			return err
 		})
