@@ -90,7 +90,7 @@ func grpcError(ae *apiError) *connect.Error {
 // classification, and records the request metrics with, as the code
 // label, the HTTP status the HTTP API answers the same outcome with (200
 // on success).
-func unary[Req, Res any](s *Service, route string, scope Scope, ctx context.Context, req *connect.Request[Req],
+func unary[Req, Res any](ctx context.Context, s *Service, route string, scope Scope, req *connect.Request[Req],
 	f func(ctx context.Context, m *Req) (*Res, error)) (*connect.Response[Res], error) {
 	began := time.Now()
 	res, err := func() (*Res, error) {
@@ -126,7 +126,7 @@ func count(p *int32) (int, error) {
 
 // CreateSequence is POST /v1/sequences.
 func (a grpcAPI) CreateSequence(ctx context.Context, req *connect.Request[v1.CreateSequenceRequest]) (*connect.Response[v1.CreateSequenceResponse], error) {
-	return unary(a.s, grpcRouteCreate, ScopeAdmin, ctx, req, func(ctx context.Context, m *v1.CreateSequenceRequest) (*v1.CreateSequenceResponse, error) {
+	return unary(ctx, a.s, grpcRouteCreate, ScopeAdmin, req, func(ctx context.Context, m *v1.CreateSequenceRequest) (*v1.CreateSequenceResponse, error) {
 		c := createRequest{Name: m.GetName(), Type: m.GetType(), Start: m.Start, Step: m.GetStep(), ChunkSize: m.GetChunkSize()}
 		d, err := c.definition()
 		if err != nil {
@@ -142,7 +142,7 @@ func (a grpcAPI) CreateSequence(ctx context.Context, req *connect.Request[v1.Cre
 
 // GetSequence is GET /v1/sequences/{name}.
 func (a grpcAPI) GetSequence(ctx context.Context, req *connect.Request[v1.GetSequenceRequest]) (*connect.Response[v1.GetSequenceResponse], error) {
-	return unary(a.s, grpcRouteGet, ScopeIssue, ctx, req, func(ctx context.Context, m *v1.GetSequenceRequest) (*v1.GetSequenceResponse, error) {
+	return unary(ctx, a.s, grpcRouteGet, ScopeIssue, req, func(ctx context.Context, m *v1.GetSequenceRequest) (*v1.GetSequenceResponse, error) {
 		v, err := a.s.sequenceState(ctx, m.GetName())
 		if err != nil {
 			return nil, err
@@ -153,7 +153,7 @@ func (a grpcAPI) GetSequence(ctx context.Context, req *connect.Request[v1.GetSeq
 
 // NextSequence is POST /v1/sequences/{name}/next.
 func (a grpcAPI) NextSequence(ctx context.Context, req *connect.Request[v1.NextSequenceRequest]) (*connect.Response[v1.NextSequenceResponse], error) {
-	return unary(a.s, grpcRouteNext, ScopeIssue, ctx, req, func(ctx context.Context, m *v1.NextSequenceRequest) (*v1.NextSequenceResponse, error) {
+	return unary(ctx, a.s, grpcRouteNext, ScopeIssue, req, func(ctx context.Context, m *v1.NextSequenceRequest) (*v1.NextSequenceResponse, error) {
 		if err := validateName(m.GetName()); err != nil {
 			return nil, err
 		}
@@ -171,7 +171,7 @@ func (a grpcAPI) NextSequence(ctx context.Context, req *connect.Request[v1.NextS
 
 // NextTimeshard is POST /v1/timeshard/{layout}/next.
 func (a grpcAPI) NextTimeshard(ctx context.Context, req *connect.Request[v1.NextTimeshardRequest]) (*connect.Response[v1.NextTimeshardResponse], error) {
-	return unary(a.s, grpcRouteTimeshard, ScopeIssue, ctx, req, func(ctx context.Context, m *v1.NextTimeshardRequest) (*v1.NextTimeshardResponse, error) {
+	return unary(ctx, a.s, grpcRouteTimeshard, ScopeIssue, req, func(ctx context.Context, m *v1.NextTimeshardRequest) (*v1.NextTimeshardResponse, error) {
 		name, _, err := a.s.layoutNamed(m.GetLayout())
 		if err != nil {
 			return nil, err
@@ -190,7 +190,7 @@ func (a grpcAPI) NextTimeshard(ctx context.Context, req *connect.Request[v1.Next
 
 // DecomposeTimeshard is GET /v1/timeshard/{layout}/ids/{id}.
 func (a grpcAPI) DecomposeTimeshard(ctx context.Context, req *connect.Request[v1.DecomposeTimeshardRequest]) (*connect.Response[v1.DecomposeTimeshardResponse], error) {
-	return unary(a.s, grpcRouteDecompose, ScopeIssue, ctx, req, func(ctx context.Context, m *v1.DecomposeTimeshardRequest) (*v1.DecomposeTimeshardResponse, error) {
+	return unary(ctx, a.s, grpcRouteDecompose, ScopeIssue, req, func(ctx context.Context, m *v1.DecomposeTimeshardRequest) (*v1.DecomposeTimeshardResponse, error) {
 		name, l, err := a.s.layoutNamed(m.GetLayout())
 		if err != nil {
 			return nil, err
@@ -206,7 +206,7 @@ func (a grpcAPI) DecomposeTimeshard(ctx context.Context, req *connect.Request[v1
 
 // ListLayouts is GET /v1/timeshard.
 func (a grpcAPI) ListLayouts(ctx context.Context, req *connect.Request[v1.ListLayoutsRequest]) (*connect.Response[v1.ListLayoutsResponse], error) {
-	return unary(a.s, grpcRouteLayouts, ScopeIssue, ctx, req, func(ctx context.Context, m *v1.ListLayoutsRequest) (*v1.ListLayoutsResponse, error) {
+	return unary(ctx, a.s, grpcRouteLayouts, ScopeIssue, req, func(ctx context.Context, m *v1.ListLayoutsRequest) (*v1.ListLayoutsResponse, error) {
 		views := a.s.layoutViews()
 		out := &v1.ListLayoutsResponse{Layouts: make([]*v1.Layout, 0, len(views))}
 		for _, v := range views {
@@ -221,7 +221,7 @@ func (a grpcAPI) ListLayouts(ctx context.Context, req *connect.Request[v1.ListLa
 
 // NextUUIDs is POST /v1/uuids.
 func (a grpcAPI) NextUUIDs(ctx context.Context, req *connect.Request[v1.NextUUIDsRequest]) (*connect.Response[v1.NextUUIDsResponse], error) {
-	return unary(a.s, grpcRouteUUIDs, ScopeIssue, ctx, req, func(ctx context.Context, m *v1.NextUUIDsRequest) (*v1.NextUUIDsResponse, error) {
+	return unary(ctx, a.s, grpcRouteUUIDs, ScopeIssue, req, func(ctx context.Context, m *v1.NextUUIDsRequest) (*v1.NextUUIDsResponse, error) {
 		n, err := count(m.Count)
 		if err != nil {
 			return nil, err
