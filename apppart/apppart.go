@@ -224,7 +224,6 @@ func (p *Partition) settleLocked() {
 	}
 	if o.refused() {
 		p.stopped = stoppedBy(o.refusal())
-		p.m.Stopped(stopReason(o.refusal())) // the committer logged it (halt)
 		return
 	}
 	p.seq.Actualize()

@@ -76,6 +76,8 @@ type flowConfig struct {
 	hooks Hooks
 	// logger receives failed group writes.
 	logger *slog.Logger
+	// metrics is told each durable offset and the stop. nil: none.
+	metrics Metrics
 }
 
 // Hooks are called at the points of the fenced command flow where a pause
@@ -174,6 +176,9 @@ func refused(err error) bool {
 }
 
 func newCommitter(cfg flowConfig) *committer {
+	if cfg.metrics == nil {
+		cfg.metrics = nopMetrics{}
+	}
 	c := &committer{cfg: cfg, done: make(chan struct{}), queue: groupq.New[*pending]()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
@@ -271,6 +276,7 @@ func (c *committer) halt(o *groupOutcome) {
 	if r := o.refusal(); r != nil {
 		c.cfg.logger.Error("apppart: group write refused, partition stopped",
 			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", r)
+		c.cfg.metrics.Stopped(stopReason(r))
 	} else {
 		c.cfg.logger.Warn("apppart: group write failed, actualizing",
 			"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", o.cause())
@@ -341,6 +347,7 @@ func (c *committer) write(group []*pending) *groupOutcome {
 	}
 	if stored > 0 {
 		c.cfg.durable.Durable(group[stored-1].ev.Offset + 1)
+		c.cfg.metrics.Durable(group[stored-1].ev.Offset + 1)
 	}
 	return o
 }

@@ -24,7 +24,8 @@ type Metrics interface {
 	// durable, after each group write that stored events.
 	Durable(next isequencer.PLogOffset)
 	// Stopped reports that the partition stopped taking commands, and
-	// why: StopConflict or StopFenced. It is called once.
+	// why: StopConflict or StopFenced, as soon as the refused group write
+	// returns (before any later Do). It is called once.
 	Stopped(reason StopReason)
 }
 
@@ -112,14 +113,3 @@ func (nopMetrics) Opened(uint64)                        {}
 func (nopMetrics) Command(CommandResult, time.Duration) {}
 func (nopMetrics) Durable(isequencer.PLogOffset)        {}
 func (nopMetrics) Stopped(StopReason)                   {}
-
-// durableTap reports each durable offset to the sequencer, then to m.
-type durableTap struct {
-	seq *isequencer.Sequencer
-	m   Metrics
-}
-
-func (d durableTap) Durable(next isequencer.PLogOffset) {
-	d.seq.Durable(next)
-	d.m.Durable(next)
-}

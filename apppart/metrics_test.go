@@ -84,6 +84,7 @@ func TestMetricsReportEachResultAndTheStop(t *testing.T) {
 	require.NoError(t, w.Write(ctx, &plog.Event{Partition: testPart, Offset: r1.Offset + 1, WSID: 77, WSKind: kind, Payload: []byte("other")}))
 	_, err = p.Do(ctx, cmdFor(1))
 	require.ErrorIs(t, err, ErrStopped)
+	assert.Equal(t, []StopReason{StopConflict}, m.snapshot().stopped, "reported before any later Do")
 	_, err = p.Do(ctx, cmdFor(1))
 	require.ErrorIs(t, err, ErrStopped)
 	require.NoError(t, p.Close())

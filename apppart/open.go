@@ -194,7 +194,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks, m: o.Metrics,
 		seq: seq, cleanup: cleanup, part: o.Partition, reader: reader,
 		flow: newCommitter(flowConfig{
-			log: writerLog{gw}, durable: durableTap{seq, o.Metrics}, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
+			log: writerLog{gw}, durable: seq, metrics: o.Metrics, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
 			hooks: o.Hooks, logger: o.Logger,
 		}),
 	}

@@ -48,6 +48,19 @@ func TestFailedWritesReuseNoNumber(t *testing.T) {
 	})
 }
 
+// TestOutcomes: each way a command's event can end is answered as a value
+// with its offset, and Settle makes unknown outcomes final, in every mode
+// (appparttest.Outcomes).
+func TestOutcomes(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
+			t.Run(mode.String(), func(t *testing.T) {
+				appparttest.Outcomes(t, st, 200+10*isequencer.PartitionID(mode), mode)
+			})
+		}
+	})
+}
+
 func TestTrustLevelConflicts(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
 		appparttest.TrustLevelConflicts(t, st, 20)
