@@ -124,6 +124,11 @@ type Options struct {
 	// ProbeInterval and HedgeDelay are not used. With one replica paused or
 	// cut off, a third of all statements then wait out Timeout.
 	DisableHealth bool
+
+	// SkipTimestampProbe: Open does not write CheckTimestamps' probe cell.
+	// For a caller that only reads (cqlseq inspect, verify), perhaps as a
+	// role that may not write.
+	SkipTimestampProbe bool
 	// ConnectTimeout bounds connecting to each host in Open. Default 5 s.
 	ConnectTimeout time.Duration
 	// ReconnectInterval is how often the session tries again to connect

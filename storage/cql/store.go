@@ -28,6 +28,7 @@ package cql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -134,8 +135,11 @@ func bounded(stmts [4]string, from, to []byte, part any) (string, []any) {
 	return stmts[which], args
 }
 
-// Open connects (or takes Options.Session), checks that the table exists,
-// and returns the Store. ctx bounds the whole of Open: the connection
+// Open connects (or takes Options.Session), checks that the table exists
+// and, unless Options.SkipTimestampProbe, that the cluster accepts
+// cqlseq's write timestamps as the session's user (CheckTimestamps: one
+// probe write; a refusal fails Open with ErrTimestampsRefused, any other
+// probe failure is logged), and returns the Store. ctx bounds the whole of Open: the connection
 // attempt to each host is bounded by ConnectTimeout and by ctx's deadline.
 func Open(ctx context.Context, o Options) (*Store, error) {
 	o.EnsureDefaults()
@@ -165,6 +169,21 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		_ = st.Close()
 		return nil, err
+	}
+	if !o.SkipTimestampProbe {
+		qctx, cancel := st.queryCtx(ctx)
+		warnings, err := CheckTimestamps(qctx, st.session, o.Keyspace, o.Table)
+		cancel()
+		switch {
+		case errors.Is(err, ErrTimestampsRefused):
+			_ = st.Close()
+			return nil, err
+		case err != nil:
+			o.Logger.Warn("cql: open: the write timestamp probe failed, which proves nothing: writes may fail", "err", err)
+		}
+		for _, w := range warnings {
+			o.Logger.Warn("cql: the cluster warns about cqlseq's write timestamps", "warning", w)
+		}
 	}
 	st.stmt = newStatements(o.Keyspace, o.Table, writeIDs)
 	if !writeIDs {

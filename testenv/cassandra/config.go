@@ -3,6 +3,7 @@ package cassandra
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 func jvmArgs(o Options, lib, jamm, dir string) []string {
@@ -62,6 +63,7 @@ type nodeConfig struct {
 	joinWithoutBootstrap    bool   // auto_bootstrap: false (a node of a fresh, empty cluster)
 	secure                  bool   // password authentication, roles, client TLS only
 	keystore                string // secure: the node's JKS keystore (password keystorePassword)
+	extra                   string // appended as it is (Options.ExtraYAML)
 }
 
 // nodeYAML is a node's cassandra.yaml. Its request timeouts stay below the
@@ -104,7 +106,15 @@ read_request_timeout: 2000ms
 range_request_timeout: 4000ms
 request_timeout: 4000ms
 cas_contention_timeout: 1500ms
-%[8]s`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed, security(c))
+%[8]s%[9]s`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed, security(c), extraYAML(c.extra))
+}
+
+// extraYAML is Options.ExtraYAML on lines of its own.
+func extraYAML(extra string) string {
+	if extra == "" || strings.HasSuffix(extra, "\n") {
+		return extra
+	}
+	return extra + "\n"
 }
 
 // security is the end of a node's cassandra.yaml: open, or (secure)

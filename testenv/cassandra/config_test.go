@@ -51,3 +51,15 @@ func TestSecureNodeYAML(t *testing.T) {
 		t.Errorf("secure yaml still allows all:\n%s", y)
 	}
 }
+
+func TestExtraYAMLEndsTheFile(t *testing.T) {
+	c := singleNode("/d", 9042, 7000, false)
+	c.extra = "maximum_timestamp_fail_threshold: 1d"
+	y := nodeYAML(c)
+	if !strings.HasSuffix(y, "\nmaximum_timestamp_fail_threshold: 1d\n") {
+		t.Fatalf("the extra settings do not end the file:\n%s", y)
+	}
+	if nodeYAML(singleNode("/d", 9042, 7000, false)) != strings.TrimSuffix(y, "maximum_timestamp_fail_threshold: 1d\n") {
+		t.Fatal("the extra settings changed the rest of the file")
+	}
+}

@@ -47,6 +47,10 @@ type Options struct {
 	// with keytool in the run directory; Instance.CAFile is the CA's PEM,
 	// what a client trusts. Start only (StartCluster refuses it).
 	Secure bool
+	// ExtraYAML is appended to the node's cassandra.yaml (Start only):
+	// settings a test needs, such as a guardrail. It must not repeat a
+	// setting the launcher writes.
+	ExtraYAML string
 	// Log receives progress lines. Default: discarded.
 	Log func(format string, args ...any)
 }
@@ -174,6 +178,7 @@ func start(ctx context.Context, o Options, lib, dir string) (*Instance, error) {
 	}
 	nativePort, storagePort := ports[0], ports[1]
 	cfg := singleNode(dir, nativePort, storagePort, o.CrashSafe)
+	cfg.extra = o.ExtraYAML
 	inst := &Instance{Dir: dir, Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(nativePort)), Version: o.Version, CrashSafe: o.CrashSafe}
 	if o.Secure {
 		if cfg.keystore, inst.CAFile, err = makeKeystore(ctx, o, dir); err != nil {

@@ -90,6 +90,15 @@ func runMigrate(ctx context.Context, e *env, f *migrateFlags) error {
 	if err != nil {
 		return err
 	}
+	// A cluster that refuses every versioned write fails the migration,
+	// which leaves a table no write will reach.
+	warnings, err := cql.CheckTimestamps(ctx, s, f.cluster.keyspace, cql.DefaultTable)
+	if err != nil {
+		return fmt.Errorf("migrate: the schema is applied (versions %v), but: %w", applied, err)
+	}
+	for _, w := range warnings {
+		e.log.Warn("migrate: the cluster warns about cqlseq's write timestamps", "warning", w)
+	}
 	ks := strings.ToLower(f.cluster.keyspace)
 	if len(applied) == 0 {
 		fmt.Fprintf(e.stdout, "migrate: keyspace %s at %s (%s) is up to date\n", ks, hosts, engine)

@@ -367,6 +367,7 @@ func (f *storeFlags) open(ctx context.Context, log *slog.Logger, mustExist bool)
 		if err != nil {
 			return nil, err
 		}
+		o.SkipTimestampProbe = mustExist // only reads
 		st, err := cql.Open(ctx, o)
 		if err != nil {
 			return nil, err
