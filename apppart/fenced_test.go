@@ -32,6 +32,15 @@ func TestFencedHandOver(t *testing.T) {
 	})
 }
 
+// TestPlannedHandOver: the procedure of docs/operations.md on each
+// embedded driver (two owners on one store): nothing acknowledged is lost.
+func TestPlannedHandOver(t *testing.T) {
+	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
+		h := appparttest.PlannedHandOver(t, func(testing.TB) storage.Storage { return st }, 300, 8)
+		t.Log(h)
+	})
+}
+
 func TestFencedLeaseExpired(t *testing.T) {
 	drivers(t, func(t *testing.T, st storage.Storage, _ bool) {
 		appparttest.FencedLeaseExpired(t, st, 46)

@@ -40,6 +40,16 @@ func TestFencedSplitGroupCQL(t *testing.T) {
 	appparttest.FencedSplitGroup(t, newStore, appPartBase+11)
 }
 
+// TestPlannedHandOverCQL: docs/operations.md's planned hand-over on the
+// real cluster, two sessions (processes' stand-ins), 8 clients moving from
+// the deposed owner to the new one; nothing acknowledged is lost, the old
+// owner's unknown outcomes are settled by the new one. It logs the
+// take-over time and the clients' gap.
+func TestPlannedHandOverCQL(t *testing.T) {
+	h := appparttest.PlannedHandOver(t, newStore, appPartBase+20, 8)
+	t.Logf("planned hand-over: %v", h)
+}
+
 // BenchmarkFencingCQL: fenced mode against trust levels 0 and 2 under the
 // same load (appparttest.FencingClients clients per partition).
 func BenchmarkFencingCQL(b *testing.B) {
