@@ -238,11 +238,22 @@ func (p *Partition) settleLocked() {
 // readyPollMin to readyPollMax. A Do right after it may still meet ErrBusy
 // if a write fails in between.
 func (p *Partition) WaitReady(ctx context.Context) error {
+	return poll(ctx, func() (bool, error) {
+		if err := p.ready(); !errors.Is(err, ErrBusy) {
+			return true, err
+		}
+		return false, nil
+	})
+}
+
+// poll calls check until it reports done or an error, at intervals
+// growing from readyPollMin to readyPollMax, and returns check's error,
+// or ctx's error if ctx ends first.
+func poll(ctx context.Context, check func() (done bool, err error)) error {
 	wait := readyPollMin
 	var t *time.Timer
 	for {
-		err := p.ready()
-		if !errors.Is(err, ErrBusy) {
+		if done, err := check(); done || err != nil {
 			return err
 		}
 		if t == nil {
@@ -260,7 +271,7 @@ func (p *Partition) WaitReady(ctx context.Context) error {
 	}
 }
 
-// WaitReady's intervals between checks.
+// poll's intervals between checks.
 const (
 	readyPollMin = 100 * time.Microsecond
 	readyPollMax = 20 * time.Millisecond

@@ -115,8 +115,10 @@ func TestCommitterHaltsOnAFailedGroup(t *testing.T) {
 	require.ErrorIs(t, err3, ErrWrite)
 	require.ErrorIs(t, err3, timeout)
 	assert.Contains(t, err3.Error(), "outcome unknown: the event may be stored")
+	requireOutcome(t, err3, Unknown, 3)
 	require.ErrorIs(t, err4, ErrWrite)
 	assert.Contains(t, err4.Error(), "outcome unknown: the event is stored, after one whose write failed")
+	requireOutcome(t, err4, Unknown, 4) // the replay may stop before it
 	assert.Equal(t, [][]isequencer.PLogOffset{{1}, {2, 3, 4}}, l.written())
 	assert.Equal(t, isequencer.PLogOffset(3), d.get(), "durable: the stored prefix")
 
@@ -129,6 +131,8 @@ func TestCommitterHaltsOnAFailedGroup(t *testing.T) {
 	require.ErrorIs(t, err5, ErrWrite)
 	require.ErrorIs(t, err5, timeout)
 	assert.Contains(t, err5.Error(), "an earlier group failed")
+	requireOutcome(t, err5, NotStored, 5)
+	require.ErrorIs(t, err5, plog.ErrNotWritten)
 	assert.Len(t, l.written(), 2, "halted: nothing written")
 
 	l.mu.Lock()
@@ -188,6 +192,9 @@ func TestCommitterOutcomesAfterAFailure(t *testing.T) {
 	require.NoError(t, answered(t, x2))
 	err3, err4, err5 := answered(t, x3), answered(t, x4), answered(t, x5)
 	assert.Contains(t, err3.Error(), "outcome unknown")
+	requireOutcome(t, err3, Unknown, 3)
+	requireOutcome(t, err4, NotStored, 4)
+	requireOutcome(t, err5, NotStored, 5) // refused
 	require.ErrorIs(t, err4, ErrWrite)
 	require.ErrorIs(t, err4, plog.ErrNotWritten)
 	assert.Contains(t, err4.Error(), "(not written)")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
@@ -110,27 +109,23 @@ func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcom
 	if off == 0 {
 		return Unknown, ErrInvalidSettle
 	}
-	wait := readyPollMin
-	var t *time.Timer
-	for p.seq.DurableNext() <= off {
+	err := poll(ctx, func() (bool, error) {
+		if p.seq.DurableNext() > off {
+			return true, nil
+		}
 		if err := p.ready(); err != nil && !errors.Is(err, ErrBusy) {
 			if p.seq.DurableNext() > off {
-				break // made final as it stopped
+				return true, nil // made final as it stopped
 			}
-			return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
+			return false, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
 		}
-		if t == nil {
-			t = time.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
+		return false, nil
+	})
+	if err != nil {
+		if err == ctx.Err() {
+			err = fmt.Errorf("apppart: settle PLog offset %d (not final yet: every event below %d is durable): %w", off, p.seq.DurableNext(), err)
 		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return Unknown, fmt.Errorf("apppart: settle PLog offset %d (not final yet: every event below %d is durable): %w", off, p.seq.DurableNext(), ctx.Err())
-		}
-		wait = min(2*wait, readyPollMax)
+		return Unknown, err
 	}
 	var want plog.Event
 	p.shape.fill(&want, off, cmd, res.Numbers, cmd.Payload)

@@ -3,7 +3,6 @@ package apppart
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/isequencer"
-	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
@@ -24,46 +22,6 @@ func requireOutcome(t *testing.T, err error, outcome Outcome, off isequencer.PLo
 	assert.Equal(t, outcome, e.Outcome, "%v", err)
 	assert.Equal(t, outcome, OutcomeOf(err))
 	assert.Equal(t, off, e.Offset, "%v", err)
-}
-
-// TestCommitterOutcomeValues: each way a group's event can fail is
-// answered as a value: Unknown for a write of unknown outcome and for an
-// event stored after it (the replay may stop before it), NotStored for an
-// event plog did not send, for a refused one and for the commands queued
-// behind the failed group.
-func TestCommitterOutcomeValues(t *testing.T) {
-	hold := make(chan struct{})
-	timeout := errors.New("timeout")
-	l := &scriptLog{hold: hold, outcome: func(events []*plog.Event, errs []error) {
-		for i, e := range events {
-			switch e.Offset {
-			case 3:
-				errs[i] = timeout
-			case 5:
-				errs[i] = fmt.Errorf("%w: after offset 3 failed: %w", plog.ErrNotWritten, timeout)
-			case 6:
-				errs[i] = plog.ErrConflict
-			}
-		}
-	}}
-	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet()})
-	defer c.stop()
-
-	x1 := queued(t, c, 1)
-	require.Eventually(t, func() bool { return len(l.written()) == 1 }, 10*time.Second, time.Millisecond)
-	x2, x3, x4, x5, x6 := queued(t, c, 2), queued(t, c, 3), queued(t, c, 4), queued(t, c, 5), queued(t, c, 6)
-	close(hold)
-	require.NoError(t, answered(t, x1))
-	assert.Equal(t, Stored, OutcomeOf(answered(t, x2)))
-	requireOutcome(t, answered(t, x3), Unknown, 3)
-	requireOutcome(t, answered(t, x4), Unknown, 4) // stored, after an unknown one
-	requireOutcome(t, answered(t, x5), NotStored, 5)
-	err6 := answered(t, x6)
-	requireOutcome(t, err6, NotStored, 6)
-	require.ErrorIs(t, err6, ErrStopped)
-	err7 := answered(t, queued(t, c, 7))
-	requireOutcome(t, err7, NotStored, 7)
-	require.ErrorIs(t, err7, plog.ErrNotWritten)
 }
 
 // TestCommitterStopAnswersQueuedNotStored: the commands still queued when

@@ -37,23 +37,9 @@ const (
 )
 
 func TestTimestampGuardrailIsDetected(t *testing.T) {
-	o := cassandra.Options{Secure: true, Heap: "512m", StartTimeout: 6 * time.Minute, ExtraYAML: guardrails}
-	if err := cassandra.CheckTools(o); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("private Cassandra: %v (CI=true: this test must run)", err)
-		}
-		t.Skipf("private Cassandra cannot start here: %v", err)
-	}
+	inst := itest.StartNode(t, cassandra.Options{Secure: true, Heap: "512m", StartTimeout: 6 * time.Minute, ExtraYAML: guardrails}, 8*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	inst, err := cassandra.Start(ctx, o)
-	require.NoError(t, err, "starting the private Cassandra")
-	t.Cleanup(func() {
-		if _, err := cassandra.Stop(inst); err != nil {
-			t.Errorf("stopping the private Cassandra: %v", err)
-		}
-	})
-	t.Logf("private Cassandra %s on %s answered CQL %.1f s after JVM start", inst.ReleaseInfo, inst.Host, inst.StartupTime.Seconds())
 
 	conn := func(user, password string) cql.Options {
 		return cql.Options{Hosts: []string{inst.Host}, DisableInitialHostLookup: true, Username: user, Password: password,

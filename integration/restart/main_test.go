@@ -40,24 +40,9 @@ type node struct {
 func startNode(t *testing.T) *node {
 	t.Helper()
 	o := cassandra.Options{CrashSafe: true, StartTimeout: 2 * time.Minute}
-	if err := cassandra.CheckTools(o); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("private Cassandra: %v (CI=true: this test must run)", err)
-		}
-		t.Skipf("private Cassandra cannot start here: %v", err)
-	}
+	inst := itest.StartNode(t, o, 5*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	inst, err := cassandra.Start(ctx, o)
-	if err != nil {
-		t.Fatalf("starting the private Cassandra: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := cassandra.Stop(inst); err != nil {
-			t.Errorf("stopping the private Cassandra: %v", err)
-		}
-	})
-	t.Logf("private Cassandra %s on %s answered CQL %.1f s after JVM start", inst.ReleaseInfo, inst.Host, inst.StartupTime.Seconds())
 
 	s, err := cql.Connect(ctx, cql.Options{
 		Hosts: []string{inst.Host}, DisableInitialHostLookup: true,

@@ -55,24 +55,7 @@ func secureNode(t *testing.T) *cassandra.Instance {
 		require.True(t, inst.Secure, "%s: not a secure node", p)
 		return inst
 	}
-	o := cassandra.Options{Secure: true, Heap: "512m", StartTimeout: 6 * time.Minute}
-	if err := cassandra.CheckTools(o); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("private Cassandra: %v (CI=true: this test must run)", err)
-		}
-		t.Skipf("private Cassandra cannot start here: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	inst, err := cassandra.Start(ctx, o)
-	require.NoError(t, err, "starting the private secure Cassandra")
-	t.Cleanup(func() {
-		if _, err := cassandra.Stop(inst); err != nil {
-			t.Errorf("stopping the private Cassandra: %v", err)
-		}
-	})
-	t.Logf("private secure Cassandra %s on %s answered CQL %.1f s after JVM start", inst.ReleaseInfo, inst.Host, inst.StartupTime.Seconds())
-	return inst
+	return itest.StartNode(t, cassandra.Options{Secure: true, Heap: "512m", StartTimeout: 6 * time.Minute}, 8*time.Minute)
 }
 
 func caConfig(t *testing.T, path string) *tls.Config {
