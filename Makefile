@@ -465,6 +465,11 @@ bench-service:
 BUF_VER ?= v1.75.0
 PROTOC_GEN_GO_VER ?= v1.36.12
 PROTOC_GEN_CONNECT_GO_VER ?= v1.21.1
+# $(CACHE)/tools/buf is buf alone, for the README's gRPC call
+# (integration/readme builds it when no buf is on PATH).
+$(CACHE)/tools/buf:
+	GOBIN=$(CACHE)/tools $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VER)
+
 proto:
 	GOBIN=$(CACHE)/tools $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VER)
 	GOBIN=$(CACHE)/tools $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VER)

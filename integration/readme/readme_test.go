@@ -79,7 +79,7 @@ func TestTheREADMERunsAsWritten(t *testing.T) {
 	defer cancel()
 	sh := exec.CommandContext(ctx, "bash", "-c", script(cmds, outDir))
 	sh.Dir = work
-	sh.Env = withRequests(t, userEnv())
+	sh.Env = withBuf(t, root, withRequests(t, userEnv()))
 	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // a timeout stops the whole group
 	sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGKILL) }
 	sh.WaitDelay = 10 * time.Second
@@ -159,6 +159,41 @@ func userEnv() []string {
 		}
 	}
 	return env
+}
+
+// withBuf returns env with buf (the README's gRPC call) on its PATH: env
+// itself when it has one, else env with the checkout's .cache/tools first,
+// where make builds buf (the version make proto uses) if it is missing.
+func withBuf(t *testing.T, root string, env []string) []string {
+	t.Helper()
+	var path string
+	for _, kv := range env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = p
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if fi, err := os.Stat(filepath.Join(dir, "buf")); err == nil && fi.Mode()&0o111 != 0 {
+			return env
+		}
+	}
+	tools := filepath.Join(root, ".cache", "tools")
+	buf := filepath.Join(tools, "buf")
+	if _, err := os.Stat(buf); err != nil {
+		began := time.Now()
+		cmd := exec.Command("make", "-C", root, buf)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "the README's gRPC call needs buf (README, Requirements): make %s:\n%s", buf, out)
+		t.Logf("no buf on PATH: built %s in %v", buf, time.Since(began).Round(time.Second))
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PATH="+tools+string(os.PathListSeparator)+path)
 }
 
 // requestsVersion is the requests the test installs when the python3 on
