@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -160,10 +161,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // A nil ids is answered [] (encoding/json would write null); the next
 // routes never answer nil.
 func writeIDs(w http.ResponseWriter, ids []int64) {
-	if ids == nil {
-		ids = []int64{}
-	}
-	b := make([]byte, 0, len(`{"ids":[]}`)+1+len(ids)*20)
+	bp := idsBufs.Get().(*[]byte)
+	b := (*bp)[:0]
 	b = append(b, `{"ids":[`...)
 	for i, id := range ids {
 		if i > 0 {
@@ -175,8 +174,20 @@ func writeIDs(w http.ResponseWriter, ids []int64) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b)
+	_, _ = w.Write(b) // a ResponseWriter does not keep b
+	if cap(b) <= maxPooledIDsBuf {
+		*bp = b
+		idsBufs.Put(bp)
+	}
 }
+
+// maxPooledIDsBuf bounds the answers writeIDs keeps a buffer of: a full
+// batch of MaxCount 19-digit IDs is about 20 bytes an ID.
+const maxPooledIDsBuf = 20*MaxCount + 64
+
+// idsBufs holds writeIDs' answer buffers, so that a batch's 20 KB is not
+// allocated anew for each request.
+var idsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // parseCount reads the count query parameter: absent is 1; otherwise
 // decimal digits only, 1..MaxCount.

@@ -381,17 +381,13 @@ func (s *Service) NextTimeshard(ctx context.Context, layout string, n int) ([]in
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]int64, 0, n)
-	for range n {
-		id, err := g.g.Next(ctx)
-		if err != nil {
-			if errors.Is(err, timeshard.ErrLeaseLost) {
-				g.lost.Store(true)
-				s.wake()
-			}
-			return nil, err
+	ids, err := g.g.NextN(ctx, make([]int64, 0, n), n)
+	if err != nil {
+		if errors.Is(err, timeshard.ErrLeaseLost) {
+			g.lost.Store(true)
+			s.wake()
 		}
-		ids = append(ids, id)
+		return nil, err
 	}
 	return ids, nil
 }

@@ -66,3 +66,36 @@ func BenchmarkNextWideCounter(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/float64(b.Elapsed().Milliseconds()+1), "IDs/ms")
 }
+
+// BenchmarkNextN is BenchmarkNext in batches of 1,000 IDs (the ID
+// service's largest common request): one lock, clock read and lease check
+// per millisecond's run instead of per ID. The 4,096 IDs a millisecond of
+// the default layout bound it at 4.1 M IDs/s per node.
+func BenchmarkNextN(b *testing.B) {
+	g, err := timeshard.Open(context.Background(), mem.New(mem.Options{}), "bench", timeshard.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer g.Close()
+	ctx := context.Background()
+	buf := make([]int64, 0, 1000)
+	prev, err := g.Next(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		ids, err := g.NextN(ctx, buf[:0], 1000)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, id := range ids {
+			if id <= prev {
+				b.Fatalf("ID %d after %d: not increasing", id, prev)
+			}
+			prev = id
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)*1000/float64(b.Elapsed().Milliseconds()+1), "IDs/ms")
+}

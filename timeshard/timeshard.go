@@ -242,51 +242,91 @@ func (g *Generator) Layout() Layout { return g.l }
 // with ErrTimeRange outside the layout's time span, with ErrClosed after
 // Close, and with ctx's error when ctx ends while it waits.
 func (g *Generator) Next(ctx context.Context) (int64, error) {
+	var one [1]int64
+	ids, err := g.NextN(ctx, one[:0], 1)
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// MaxNextN is the largest count NextN takes.
+const MaxNextN = 1 << 24
+
+// NextN appends n new IDs (1 <= n <= MaxNextN) to dst, in increasing order,
+// and returns the extended slice. It makes them as n calls of Next would,
+// with its waits and errors, but takes the generator's lock, reads the
+// clock and checks the lease once for each millisecond's run of IDs
+// instead of once per ID. On error it returns dst as given: the IDs it
+// had made are dropped, and never made again.
+func (g *Generator) NextN(ctx context.Context, dst []int64, n int) ([]int64, error) {
+	if n < 1 || n > MaxNextN {
+		return dst, fmt.Errorf("timeshard: NextN(%d): %w: want 1..%d", n, storage.ErrInvalidArgument, MaxNextN)
+	}
+	out := dst
 	g.mu.Lock()
 	for {
-		if g.mu.closed {
+		wait, err := g.step()
+		if err != nil {
 			g.mu.Unlock()
-			return 0, ErrClosed
-		}
-		now := g.o.Clock.Now()
-		if err := g.leaseErr(now); err != nil {
-			g.mu.Unlock()
-			return 0, err
-		}
-		ms := now.UnixMilli() - g.epochMs
-		if ms < 0 || ms > g.l.MaxMillis() {
-			g.mu.Unlock()
-			return 0, fmt.Errorf("%w: %v is outside [%v, %v)", ErrTimeRange, now.UTC(), g.l.Epoch.UTC(), g.l.RunsOut())
-		}
-		var wait time.Duration
-		switch {
-		case ms > g.mu.lastMs:
-			g.mu.lastMs, g.mu.counter = ms, 0
-		case ms == g.mu.lastMs && g.mu.counter+1 < g.perMs:
-			g.mu.counter++
-		case ms == g.mu.lastMs:
-			g.mu.stats.CounterWaits++
-			wait = time.UnixMilli(g.epochMs + ms + 1).Sub(now)
-		default:
-			behind := time.Duration(g.mu.lastMs-ms) * time.Millisecond
-			if behind > g.o.MaxBackwards {
-				g.mu.Unlock()
-				return 0, fmt.Errorf("%w: %v behind the last ID (bound %v)", ErrClockBackwards, behind, g.o.MaxBackwards)
-			}
-			g.mu.stats.BackwardsWaits++
-			wait = time.UnixMilli(g.epochMs + g.mu.lastMs).Sub(now)
+			return dst, err
 		}
 		if wait == 0 {
-			g.mu.stats.Issued++
-			id := g.l.Compose(g.mu.lastMs, g.node, g.mu.counter)
-			g.mu.Unlock()
-			return id, nil
+			// step took counter; the rest of this millisecond's counters
+			// follow without another look at the clock: they carry the
+			// millisecond the lease was checked at.
+			k := min(uint64(n-(len(out)-len(dst))), g.perMs-g.mu.counter)
+			for i := range k {
+				out = append(out, g.l.Compose(g.mu.lastMs, g.node, g.mu.counter+i))
+			}
+			g.mu.counter += k - 1
+			g.mu.stats.Issued += k
+			if len(out)-len(dst) == n {
+				g.mu.Unlock()
+				return out, nil
+			}
+			continue
 		}
 		g.mu.Unlock()
 		if err := g.sleep(ctx, wait); err != nil {
-			return 0, err
+			return dst, err
 		}
 		g.mu.Lock()
+	}
+}
+
+// step takes the next counter value of the current millisecond, or says
+// how long to wait before one can be taken. Called with g.mu held; on a
+// zero wait, g.mu.lastMs and g.mu.counter name the value taken.
+func (g *Generator) step() (time.Duration, error) {
+	if g.mu.closed {
+		return 0, ErrClosed
+	}
+	now := g.o.Clock.Now()
+	if err := g.leaseErr(now); err != nil {
+		return 0, err
+	}
+	ms := now.UnixMilli() - g.epochMs
+	if ms < 0 || ms > g.l.MaxMillis() {
+		return 0, fmt.Errorf("%w: %v is outside [%v, %v)", ErrTimeRange, now.UTC(), g.l.Epoch.UTC(), g.l.RunsOut())
+	}
+	switch {
+	case ms > g.mu.lastMs:
+		g.mu.lastMs, g.mu.counter = ms, 0
+		return 0, nil
+	case ms == g.mu.lastMs && g.mu.counter+1 < g.perMs:
+		g.mu.counter++
+		return 0, nil
+	case ms == g.mu.lastMs:
+		g.mu.stats.CounterWaits++
+		return time.UnixMilli(g.epochMs + ms + 1).Sub(now), nil
+	default:
+		behind := time.Duration(g.mu.lastMs-ms) * time.Millisecond
+		if behind > g.o.MaxBackwards {
+			return 0, fmt.Errorf("%w: %v behind the last ID (bound %v)", ErrClockBackwards, behind, g.o.MaxBackwards)
+		}
+		g.mu.stats.BackwardsWaits++
+		return time.UnixMilli(g.epochMs + g.mu.lastMs).Sub(now), nil
 	}
 }
 

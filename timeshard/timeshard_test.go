@@ -197,6 +197,9 @@ func TestLeaseLossStopsGeneration(t *testing.T) {
 	assert.Equal(t, issued, g.Stats().Issued, "LeaseErr takes no ID")
 	_, err = g.Next(context.Background())
 	assert.ErrorIs(t, err, timeshard.ErrLeaseLost)
+	got, err := g.NextN(context.Background(), []int64{7}, 3)
+	assert.ErrorIs(t, err, timeshard.ErrLeaseLost)
+	assert.Equal(t, []int64{7}, got, "a batch after the loss adds nothing")
 	fs.Clear()
 	// The store still holds the lease (its TTL runs 1 s longer): node 0
 	// is not free yet, so nobody else makes IDs with it while g could.
@@ -335,4 +338,79 @@ func TestCloseAfterTheLocalDeadlineKeepsTheLease(t *testing.T) {
 	clk.Advance(time.Second)
 	k := open(t, fs, clk, o)
 	assert.Equal(t, uint32(0), k.Node(), "once the TTL has passed node 0 is free")
+}
+
+// TestNextNSpansMilliseconds: a batch larger than what is left of a
+// millisecond takes the rest of it, waits for the next millisecond, and so
+// on; the IDs are appended after dst's, in increasing order, as Next would
+// have made them.
+func TestNextNSpansMilliseconds(t *testing.T) {
+	clk := newClock()
+	g := open(t, mem.New(mem.Options{}), clk, timeshard.Options{Layout: small4(), FirstNode: 0})
+	l := g.Layout()
+	first, err := nextAfter(t, g, clk, time.Millisecond)
+	require.NoError(t, err)
+	type res struct {
+		ids []int64
+		err error
+	}
+	c := make(chan res, 1)
+	go func() {
+		ids, err := g.NextN(context.Background(), []int64{-1}, 10)
+		c <- res{ids, err}
+	}()
+	for range 2 { // 3 IDs left in this millisecond, 4 in the next, 3 in the third
+		clk.WaitForTimers(2) // the lease renewal's and NextN's
+		clk.Advance(time.Millisecond)
+	}
+	r := <-c
+	require.NoError(t, r.err)
+	require.Len(t, r.ids, 11)
+	assert.Equal(t, int64(-1), r.ids[0], "dst's IDs are kept")
+	wantCounter := []uint64{1, 2, 3, 0, 1, 2, 3, 0, 1, 2}
+	wantMs := []int64{0, 0, 0, 1, 1, 1, 1, 2, 2, 2}
+	prev := first
+	for i, id := range r.ids[1:] {
+		assert.Equal(t, wantCounter[i], l.Counter(id), "ID %d", i)
+		assert.Equal(t, l.Millis(first)+wantMs[i], l.Millis(id), "ID %d", i)
+		assert.Equal(t, g.Node(), l.Node(id))
+		assert.Greater(t, id, prev, "ID %d", i)
+		prev = id
+	}
+	st := g.Stats()
+	assert.Equal(t, uint64(11), st.Issued)
+	assert.Equal(t, uint64(1+2), st.CounterWaits, "the first ID's and the batch's two")
+}
+
+// TestNextNBadCountAndEndedContext: a count outside 1..MaxNextN and a
+// context ending while NextN waits both return dst as given; the IDs a
+// cancelled batch had made are never made again.
+func TestNextNBadCountAndEndedContext(t *testing.T) {
+	clk := newClock()
+	g := open(t, mem.New(mem.Options{}), clk, timeshard.Options{Layout: small4(), FirstNode: 0})
+	l := g.Layout()
+	first, err := nextAfter(t, g, clk, time.Millisecond)
+	require.NoError(t, err)
+	dst := []int64{5}
+	for _, n := range []int{0, -1, timeshard.MaxNextN + 1} {
+		got, err := g.NextN(context.Background(), dst, n)
+		assert.ErrorIs(t, err, storage.ErrInvalidArgument, "n=%d", n)
+		assert.Equal(t, dst, got, "n=%d", n)
+	}
+	assert.Equal(t, uint64(1), g.Stats().Issued, "a bad count takes no ID")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c := make(chan error, 1)
+	go func() {
+		got, err := g.NextN(ctx, dst, 5) // 3 made in this millisecond, then a wait
+		assert.Equal(t, dst, got)
+		c <- err
+	}()
+	clk.WaitForTimers(2)
+	cancel()
+	assert.ErrorIs(t, <-c, context.Canceled)
+	id, err := nextAfter(t, g, clk, time.Millisecond)
+	require.NoError(t, err)
+	assert.Equal(t, l.Millis(first)+1, l.Millis(id), "the cancelled batch's counters stay used")
+	assert.Equal(t, uint64(0), l.Counter(id))
 }
