@@ -23,7 +23,8 @@
 #                           metric names of ops/ (rules, tests, dashboard)
 #   make figures            runs the command of each headline figure and prints the
 #                           README's Figures table with the machine named (about
-#                           6 minutes: a launcher node, then a 3-node cluster)
+#                           15 minutes: a launcher node, a 3-node cluster, then
+#                           make bench-service)
 #   make proto              regenerates idservice/gen from idservice/proto (buf and the
 #                           protoc-gen-go/connect-go plugins, go install'd into .cache/tools)
 #   make bench-recovery     issue 27: a sequencer opening and cqlseq actualize on

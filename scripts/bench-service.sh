@@ -164,7 +164,10 @@ declare -A batchr
 for r in $(seq "$ROUNDS"); do
 	for t in "${bnames[@]}"; do
 		rep=$OUTDIR/batch-$t-$r.json
-		attack "$t" "${line[$t]}?count=$BATCH" "$rep" -rate=0 -workers="${best_n[$t]}" -max-workers="${best_n[$t]}" -duration="$BATCH_DUR"
+		# -max-body=0: vegeta still reads every answer whole, but does not
+		# copy its 10-20 KB into the result stream for the report (the
+		# answers' size was checked above).
+		attack "$t" "${line[$t]}?count=$BATCH" "$rep" -rate=0 -workers="${best_n[$t]}" -max-workers="${best_n[$t]}" -duration="$BATCH_DUR" -max-body=0
 		batchr[$t]+=" $(jq ".throughput * $BATCH" "$rep")"
 		echo "  round $r batch $t: $(f0 "$(jq ".throughput * $BATCH" "$rep")") IDs/s"
 	done
@@ -281,9 +284,15 @@ tp99=$(echo "${fixp99[trivial]}" | median)
 	printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..50})" "---------" "--------------" "--------"
 	for t in "${bnames[@]}"; do
 		b=$(echo "${batchr[$t]}" | median)
-		printf '| %-48s | %7s | %12s | %-6s |\n' "${what[$t]}?count=$BATCH" "${best_n[$t]}" "$(f0 "$b")" "$(ok "$b" 10000000 ">=")"
+		case $t in
+		galloc) verdict=$(ok "$b" 10000000 ">=") ;;
+		# One node makes at most 4,096 IDs a millisecond in the 63-bit
+		# layout: the share of that ceiling it reached.
+		timeshard) verdict=$(awk -v a="$b" 'BEGIN {printf "%.2f x ceiling", a / 4096000}') ;;
+		esac
+		printf '| %-48s | %7s | %12s | %-6s |\n' "${what[$t]}?count=$BATCH" "${best_n[$t]}" "$(f0 "$b")" "$verdict"
 	done
-	echo "   target: >= 10,000,000 IDs/s"
+	echo "   target: >= 10,000,000 IDs/s (galloc); timeshard's 63-bit layout caps a node at 4,096,000 IDs/s"
 	echo
 	echo "4. gRPC max rate: grpcload (connect-go, gRPC over h2c, one HTTP/2 connection), unary calls of 1 ID, $GRPC_DUR a run; workers: the best of a $GRPC_SWEEP_DUR sweep of $GRPC_SWEEP_WORKERS"
 	printf '| %-48s | %7s | %10s | %11s | %8s | %-6s |\n' target workers "req/s" "p99 µs" "x trivial" "target"

@@ -7,7 +7,8 @@
 // bench-recovery, which starts and stops its node); cqlseq bench on bbolt;
 // and, on a 3-node launcher cluster it starts and stops, cqlseq bench at
 // RF 3 in each mode with the nodes' CPU time per command, and a fenced run
-// during which a node is SIGSTOPped for 15 s.
+// during which a node is SIGSTOPped for 15 s; then the ID service (make
+// bench-service: cqlseq serve beside a trivial HTTP handler, under vegeta).
 //
 // Each cqlseq bench run records its timeline into -figures (NAME.json)
 // and draws it (NAME.svg) with cqlseq plot; the command lines it logs
@@ -82,7 +83,7 @@ func main() {
 	flag.IntVar(&c.count, "count", c.count, "go test -count of the core benchmarks (medians are reported)")
 	flag.DurationVar(&c.duration, "duration", c.duration, "cqlseq bench --duration")
 	flag.StringVar(&c.heap, "heap", c.heap, "heap of each cluster node")
-	flag.StringVar(&c.only, "only", "", "run only the cases whose name contains this (core, recovery, bbolt, rf3)")
+	flag.StringVar(&c.only, "only", "", "run only the cases whose name contains this (core, recovery, bbolt, rf3, service)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -105,6 +106,7 @@ var cases = []figureCase{
 	{"recovery", recoveryPlan, recoveryMeasure},
 	{"bbolt", bboltPlan, bboltMeasure},
 	{"rf3", clusterPlan, clusterMeasure},
+	{"service", servicePlan, serviceMeasure},
 }
 
 // plan is the table make figures prints, without the figures.
@@ -595,4 +597,47 @@ func commas(v float64) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+func servicePlan(config) []row {
+	return []row{{
+		what:    "ID service (`cqlseq serve`, bbolt), vegeta on loopback, HTTP/1.1: galloc, one ID a request, at max rate (x a trivial net/http handler) / 1,000 IDs a request",
+		command: "make bench-service",
+	}}
+}
+
+// serviceRow matches a row of make bench-service's tables: the target, then
+// its columns.
+var serviceRow = regexp.MustCompile(`(?m)^\| (galloc POST /v1/sequences/\{name\}/next(?:\?count=\d+)?) +\|(.*)\|$`)
+
+func serviceMeasure(ctx context.Context, _ config) ([]measured, error) {
+	out, err := command(ctx, "make", "--no-print-directory", "-s", "bench-service")
+	if err != nil {
+		return nil, err
+	}
+	return serviceFigure(out)
+}
+
+// serviceFigure reads galloc's max rate, its ratio to the trivial handler
+// and its batch IDs/s from make bench-service's tables.
+func serviceFigure(out []byte) ([]measured, error) {
+	var rate, ratio, batch string
+	for _, m := range serviceRow.FindAllSubmatch(out, -1) {
+		cols := strings.Split(string(m[2]), "|")
+		for i := range cols {
+			cols[i] = strings.TrimSpace(cols[i])
+		}
+		switch {
+		case !strings.Contains(string(m[1]), "?count=") && len(cols) == 5 && rate == "":
+			rate, ratio = cols[1], cols[3] // workers, req/s, p99, x trivial, target
+		case strings.Contains(string(m[1]), "?count=") && len(cols) == 3:
+			batch = cols[1] // workers, IDs/s, target
+		}
+	}
+	r, err1 := strconv.ParseFloat(rate, 64)
+	b, err2 := strconv.ParseFloat(batch, 64)
+	if err := errors.Join(err1, err2); err != nil || ratio == "" {
+		return nil, fmt.Errorf("make bench-service: no galloc max rate or batch figure (%q, %q, %q)", rate, ratio, batch)
+	}
+	return []measured{{figure: fmt.Sprintf("%s req/s (%s x), %.1f M IDs/s (medians of 3)", commas(r), ratio, b/1e6)}}, nil
 }

@@ -52,6 +52,25 @@ func TestPauseRatesCountWholeIntervalsOnly(t *testing.T) {
 	assert.Equal(t, "0 / 0 / 0 commands/s (during over before -), p99 up to 0 ms during", pauseRates(&timeline.Timeline{}, 0, time.Second))
 }
 
+func TestServiceFigureReadsBenchServiceTables(t *testing.T) {
+	out := []byte(`1. Max rate (-rate=0, 10s a run; workers: the best of a 3s sweep of 16 32 64)
+| target                                           | workers |      req/s |     p99 µs | x trivial | target |
+|--------------------------------------------------|---------|------------|-------------|----------|--------|
+| trivial net/http handler                         |      32 |      14920 |        6353 |     1.00 | -      |
+| galloc POST /v1/sequences/{name}/next            |      16 |      14861 |        4106 |     1.00 | met    |
+2. Fixed rate 7460 req/s (half the trivial handler's max), 10s a run
+| galloc POST /v1/sequences/{name}/next            |       7459 |      112679 |     0.18 | met    | 112679 5379499 2702      |
+3. Batches of 1000 IDs a request (-rate=0, 5s a run)
+| galloc POST /v1/sequences/{name}/next?count=1000 |      16 |      8547600 | MISSED |
+| timeshard POST /v1/timeshard/63/next?count=1000  |      32 |      3166664 | 0.77 x ceiling |
+`)
+	got, err := serviceFigure(out)
+	require.NoError(t, err)
+	assert.Equal(t, []measured{{figure: "14,861 req/s (1.00 x), 8.5 M IDs/s (medians of 3)"}}, got)
+	_, err = serviceFigure(out[:strings.Index(string(out), "3. Batches")])
+	assert.ErrorContains(t, err, "no galloc max rate or batch figure")
+}
+
 func TestShellLineQuotesWhatTheShellWouldInterpret(t *testing.T) {
 	assert.Equal(t, `go test -run '^$' -bench 'A/b=1$|C' ./x/`, shellLine("go", []string{"test", "-run", "^$", "-bench", "A/b=1$|C", "./x/"}))
 	assert.Equal(t, `x --r "{'a': 1}"`, shellLine("x", []string{"--r", "{'a': 1}"}))
