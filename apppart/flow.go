@@ -175,10 +175,9 @@ func refused(err error) bool {
 	return errors.Is(err, plog.ErrFenced) || errors.Is(err, plog.ErrConflict)
 }
 
+// newCommitter starts a committer; every field of cfg is set (Open's
+// OpenOptions.EnsureDefaults gives metrics their nop default).
 func newCommitter(cfg flowConfig) *committer {
-	if cfg.metrics == nil {
-		cfg.metrics = nopMetrics{}
-	}
 	c := &committer{cfg: cfg, done: make(chan struct{}), queue: groupq.New[*pending]()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()

@@ -102,7 +102,7 @@ func TestCommitterHaltsOnAFailedGroup(t *testing.T) {
 		}
 	}}
 	d := &durableNext{}
-	c := newCommitter(flowConfig{log: l, durable: d, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet()})
+	c := newCommitter(flowConfig{log: l, durable: d, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet(), metrics: nopMetrics{}})
 	defer c.stop()
 
 	x1 := queued(t, c, 1)
@@ -150,7 +150,7 @@ func TestCommitterRefusalStops(t *testing.T) {
 	l := &scriptLog{outcome: func(_ []*plog.Event, errs []error) {
 		errs[0] = plog.ErrFenced
 	}}
-	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet()})
+	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet(), metrics: nopMetrics{}})
 	defer c.stop()
 	err := answered(t, queued(t, c, 1))
 	require.ErrorIs(t, err, ErrStopped)
@@ -181,7 +181,7 @@ func TestCommitterOutcomesAfterAFailure(t *testing.T) {
 			}
 		}
 	}}
-	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet()})
+	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: DefaultMaxGroupEvents, timeout: time.Minute, logger: quiet(), metrics: nopMetrics{}})
 	defer c.stop()
 
 	x1 := queued(t, c, 1)

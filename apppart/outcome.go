@@ -133,23 +133,17 @@ func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcom
 	if err != nil {
 		return Unknown, fmt.Errorf("%w: %w", ErrInvalidCommand, err)
 	}
-	var got []byte
-	errFound := errors.New("found")
-	err = p.reader.ReadEvents(ctx, p.part, off, func(e *plog.Event) error {
-		if e.Offset == off {
-			b, err := plog.AppendEncoded(nil, e)
-			if err != nil {
-				return err
-			}
-			got = b
-		}
-		return errFound
-	})
-	if err != nil && !errors.Is(err, errFound) {
-		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: read: %w", off, err)
+	var e plog.Event
+	found, err := p.reader.ReadEvent(ctx, p.part, off, &e)
+	if err != nil {
+		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
 	}
-	if got == nil {
+	if !found {
 		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: no event there although every event below %d is durable (was the store restored?)", off, p.seq.DurableNext())
+	}
+	got, err := plog.AppendEncoded(nil, &e)
+	if err != nil {
+		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
 	}
 	if bytes.Equal(got, wantBytes) {
 		return Stored, nil

@@ -29,7 +29,7 @@ func requireOutcome(t *testing.T, err error, outcome Outcome, off isequencer.PLo
 func TestCommitterStopAnswersQueuedNotStored(t *testing.T) {
 	hold := make(chan struct{})
 	l := &scriptLog{hold: hold}
-	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: 1, timeout: time.Minute, logger: quiet()})
+	c := newCommitter(flowConfig{log: l, durable: &durableNext{}, maxGroup: 1, timeout: time.Minute, logger: quiet(), metrics: nopMetrics{}})
 	x1 := queued(t, c, 1)
 	require.Eventually(t, func() bool { return len(l.written()) == 1 }, 10*time.Second, time.Millisecond)
 	x2 := queued(t, c, 2)

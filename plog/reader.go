@@ -54,7 +54,10 @@ const (
 
 // Reader reads FormatV1 events from a storage.Storage. Safe for concurrent
 // use.
-type Reader struct{ b *blocks.Reader }
+type Reader struct {
+	st storage.Storage
+	b  *blocks.Reader
+}
 
 var _ PLogReader = (*Reader)(nil)
 
@@ -74,7 +77,7 @@ func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{b: b}, nil
+	return &Reader{st: st, b: b}, nil
 }
 
 // ReadEvents implements PLogReader. It reads one storage partition per
@@ -92,4 +95,26 @@ func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, fr
 		}
 		return cb(&e)
 	})
+}
+
+// ReadEvent reads the event at offset off (>= 1) of partition part into e
+// with one storage.Get, at the store's consistency; ok is false when there
+// is none. Bytes that do not decode give an error wrapping ErrCorrupt. As
+// with Decode, e's Numbers and Records are reused and e.Payload aliases
+// the value read.
+func (r *Reader) ReadEvent(ctx context.Context, part isequencer.PartitionID, off isequencer.PLogOffset, e *Event) (ok bool, err error) {
+	if off == 0 {
+		return false, fmt.Errorf("plog: read event of partition %d: offset 0: %w", part, storage.ErrInvalidArgument)
+	}
+	v, ok, err := r.st.Get(ctx, EventPKey(part, off), EventCCols(off))
+	if err != nil {
+		return false, fmt.Errorf("plog: read event of partition %d offset %d: %w", part, off, err)
+	}
+	if !ok {
+		return false, nil
+	}
+	if err := Decode(part, off, v, e); err != nil {
+		return false, err
+	}
+	return true, nil
 }

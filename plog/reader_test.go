@@ -169,6 +169,51 @@ func TestReaderCorruptEvent(t *testing.T) {
 	assert.Contains(t, err.Error(), "partition 8")
 }
 
+// TestReadEvent: one event by its offset, with one Get; a missing one is
+// not found, bad bytes are ErrCorrupt, offset 0 is refused without a call.
+func TestReadEvent(t *testing.T) {
+	st := newMem(t)
+	putEvents(t, st, 7, span(4095, 4097)...) // across a storage partition's end
+	require.NoError(t, st.Put(context.Background(), EventPKey(7, 9), EventCCols(9), []byte{1, 2}))
+	r, _ := NewReader(st, ReaderOptions{})
+	ctx := context.Background()
+	for _, off := range span(4095, 4097) {
+		var e Event
+		st.Reset()
+		ok, err := r.ReadEvent(ctx, 7, off, &e)
+		require.NoError(t, err)
+		require.True(t, ok, "offset %d", off)
+		assert.Equal(t, isequencer.PartitionID(7), e.Partition)
+		assert.Equal(t, off, e.Offset)
+		assert.Equal(t, isequencer.WSID(off), e.WSID)
+		assert.Equal(t, []SeqNumber{{1, isequencer.Number(10 * off)}}, e.Numbers)
+		assert.Equal(t, int64(1), st.Calls(faulty.OpGet), "one Get")
+		assert.Equal(t, int64(0), st.Calls(faulty.OpRead), "no Read")
+	}
+	var e Event
+	ok, err := r.ReadEvent(ctx, 7, 4098, &e)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	ok, err = r.ReadEvent(ctx, 8, 4095, &e)
+	require.NoError(t, err)
+	assert.False(t, ok, "another partition")
+	_, err = r.ReadEvent(ctx, 7, 9, &e)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), "partition 7 offset 9")
+	st.Reset()
+	_, err = r.ReadEvent(ctx, 7, 0, &e)
+	require.ErrorIs(t, err, storage.ErrInvalidArgument)
+	assert.Equal(t, int64(0), st.Calls(faulty.OpGet))
+
+	fs, err := faulty.New(st, faulty.Options{})
+	require.NoError(t, err)
+	require.NoError(t, fs.SetRules(faulty.Rule{Ops: []string{faulty.OpGet}, Action: faulty.Fail}))
+	fr, _ := NewReader(fs, ReaderOptions{})
+	_, err = fr.ReadEvent(ctx, 7, 4095, &e)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "plog: read event of partition 7 offset 4095")
+}
+
 func TestReaderCallbackErrorAndContext(t *testing.T) {
 	st := newMem(t)
 	putEvents(t, st, 1, span(1, 10)...)

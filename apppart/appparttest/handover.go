@@ -116,7 +116,8 @@ func PlannedHandOver(t *testing.T, newStore func(t testing.TB) storage.Storage, 
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond) // the old owner serves
+	// The old owner serves: each client's commands are acknowledged.
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return h.AckedOld >= 10*clients }, time.Minute, time.Millisecond)
 	began := time.Now()
 	nw := Open(t, Options(stNew, part, plog.ModeFenced))
 	require.NoError(t, nw.WaitReady(ctx))
