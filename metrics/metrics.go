@@ -122,7 +122,7 @@ func New(reg prometheus.Registerer) (*Collectors, error) {
 		}, part),
 		stopped: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cqlseq_partition_stopped",
-			Help: "1 while the partition is stopped, by reason (conflict: a write found its key taken; fenced: another owner fenced it off): it takes no command until an operator reopens it.",
+			Help: "1 once the partition stopped, by reason (conflict: a write found its key taken; fenced: another owner fenced it off), until it is opened again in this process: it takes no command until then.",
 		}, []string{"app", "partition", "reason"}),
 		epoch: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cqlseq_partition_epoch",
@@ -192,8 +192,13 @@ var (
 	_ apppart.Metrics    = (*Partition)(nil)
 )
 
-// Opened implements apppart.Metrics.
-func (m *Partition) Opened(epoch uint64) { m.epoch.Set(float64(epoch)) }
+// Opened implements apppart.Metrics. A partition opened again in this
+// process is no longer stopped: its cqlseq_partition_stopped series are
+// removed.
+func (m *Partition) Opened(epoch uint64) {
+	m.epoch.Set(float64(epoch))
+	m.c.stopped.DeletePartialMatch(prometheus.Labels{"app": m.app, "partition": m.partition})
+}
 
 // Command implements apppart.Metrics.
 func (m *Partition) Command(r apppart.CommandResult, took time.Duration) {

@@ -120,6 +120,16 @@ func TestPartitionMetrics(t *testing.T) {
 	assert.Equal(t, 3.0, value(t, reg, "cqlseq_partition_command_seconds", p...), "busy answers are not timed")
 	assert.Equal(t, 99.0, value(t, reg, "cqlseq_partition_durable_offset", p...))
 	assert.Equal(t, 1.0, value(t, reg, "cqlseq_partition_stopped", lbl("reason", "conflict")...))
+
+	// Opened again (the operator's reopening): no longer stopped; another
+	// partition's stop stays.
+	other := c.Partition(3, 8)
+	other.Stopped(apppart.StopFenced)
+	m2 := c.Partition(3, 7)
+	m2.Opened(13)
+	assert.Equal(t, -1.0, value(t, reg, "cqlseq_partition_stopped", lbl("reason", "conflict")...), "the reopened partition's stop is gone")
+	assert.Equal(t, 13.0, value(t, reg, "cqlseq_partition_epoch", p...))
+	assert.Equal(t, 1.0, value(t, reg, "cqlseq_partition_stopped", "app", "3", "partition", "8", "reason", "fenced"))
 }
 
 // TestNewTakesARegisterer: a Registerer that is not a Gatherer (labels
