@@ -62,8 +62,9 @@ const (
 var svcSequences = []string{"svc_a", "svc_b"}
 
 // svcTargets are each attack's targets, taken in turn: galloc next
-// (single and small batches), timeshard next of both layouts, Leaf's
-// segment and snowflake paths.
+// (single and small batches), timeshard next of both layouts (a batch of
+// 300 of the 53-bit layout spans at least three milliseconds of its 128
+// IDs each), Leaf's segment and snowflake paths.
 var svcTargets = []string{
 	"POST /v1/sequences/svc_a/next",
 	"POST /v1/sequences/svc_a/next?count=5",
@@ -75,6 +76,7 @@ var svcTargets = []string{
 	"GET /api/segment/get/svc_b",
 	"POST /v1/timeshard/63/next?count=4",
 	"POST /v1/timeshard/53/next",
+	"POST /v1/timeshard/53/next?count=300",
 }
 
 // svcInstance is one serve instance: its port stays across restarts (so
