@@ -96,7 +96,7 @@ func New(reg prometheus.Registerer) (*Collectors, error) {
 		}, part),
 		seqStorageErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cqlseq_sequencer_storage_errors_total",
-			Help: "Failed sequence-storage calls of the sequencer, by operation (each is retried).",
+			Help: "Failed sequence-storage calls of the sequencer, by operation (ReadNumbers fails the Next that made it; the others are retried).",
 		}, []string{"app", "partition", "op"}),
 		storageCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cqlseq_storage_call_seconds",
