@@ -56,7 +56,7 @@ var (
 	descNode = prometheus.NewDesc("cqlseq_service_node",
 		"The node ID this instance holds of the timeshard layout (absent without a lease).", []string{"layout"}, nil)
 	descCounterWaits = prometheus.NewDesc("cqlseq_service_timeshard_counter_waits_total",
-		"Timeshard IDs that waited for the next millisecond, by layout (current lease).", []string{"layout"}, nil)
+		"Waits of timeshard requests for the next millisecond, by layout (current lease; a batch may wait several times).", []string{"layout"}, nil)
 	descStoreUp = prometheus.NewDesc("cqlseq_service_store_up",
 		"1 when the store answered the last probe.", nil, nil)
 	descReady = prometheus.NewDesc("cqlseq_service_ready",

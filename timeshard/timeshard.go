@@ -129,8 +129,8 @@ func (o *Options) Validate() error {
 type Stats struct {
 	Node           uint32
 	Issued         uint64
-	CounterWaits   uint64 // Next calls that waited for the next millisecond
-	BackwardsWaits uint64 // Next calls that waited for a clock gone back
+	CounterWaits   uint64 // waits for the next millisecond (a NextN batch may wait several times)
+	BackwardsWaits uint64 // waits for a clock gone back
 }
 
 // Generator makes the IDs of one node of a generator name. Its methods are
