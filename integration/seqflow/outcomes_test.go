@@ -110,6 +110,7 @@ tests:
               partition: "%[4]d"
               reason: conflict
             exp_annotations:
+              runbook_url: docs/runbooks.md#cqlseqpartitionstopped
               summary: "cqlseq partition %[4]d of app %[3]d on it:9100 stopped (conflict): it takes no commands"
               description: >-
                 A write of partition %[4]d was refused and the partition takes no more commands
