@@ -447,7 +447,7 @@ func clusterPlan(c config) []row {
 		rows = append(rows, r)
 	}
 	return append(rows, row{
-		what: fmt.Sprintf("the same, fenced, node %d SIGSTOPped %v from %v into the run (the chart below): commands/s before / during / after the pause",
+		what: fmt.Sprintf("the same, fenced, node %d SIGSTOPped %v from %v into the run (charted in docs/figures): commands/s before / during / after the pause",
 			pausedNode, pauseFor, pauseAfter),
 		command: shellLine("cqlseq", append(benchArgs(pausedRun, rf3Store("H", "K", "fenced")...), timelineArgs(c.figures, pausedChart)...)),
 	})
