@@ -171,7 +171,9 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	gw, err := newGroupWriter(o, &appCaps, epoch, versions)
+	gw, err := plog.NewGroupWriter(plog.WriterOptions{
+		Storage: o.AppStorage, Capabilities: &appCaps, Partition: o.Partition, Mode: o.Mode, Versions: versions,
+	}, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -254,17 +256,4 @@ func (s eventShape) fill(pe *plog.Event, off isequencer.PLogOffset, cmd Command,
 			pe.WLogOffset, wlogSet = uint64(n), true
 		}
 	}
-}
-
-// newGroupWriter returns the PLog writer of o.Mode: a plog.FencedWriter
-// of epoch in fenced mode, else a plog.Writer.
-func newGroupWriter(o OpenOptions, caps *storage.Capabilities, epoch uint64, versions *storage.Versions) (plog.GroupWriter, error) {
-	if o.Mode == plog.ModeFenced {
-		return plog.NewFencedWriter(plog.FencedWriterOptions{
-			Storage: o.AppStorage, Capabilities: caps, Partition: o.Partition, Epoch: epoch, Versions: versions,
-		})
-	}
-	return plog.NewWriter(plog.WriterOptions{
-		Storage: o.AppStorage, Capabilities: caps, Partition: o.Partition, Mode: o.Mode, Versions: versions,
-	})
 }

@@ -40,6 +40,24 @@ type Event struct {
 	Records []RecordID
 	// Payload is opaque to plog.
 	Payload []byte
+
+	// Skip > 0 makes the event a gap marker (FormatSkip): offsets
+	// Offset+1 .. Offset+Skip hold no event and never will, and the next
+	// event is at Offset+Skip+1. A marker has no other field: WSID 0, no
+	// numbers, records or payload. `cqlseq advance` writes one to move a
+	// restored PLog's next offset past the offsets handed out before the
+	// restore (docs/operations.md "Backup and restore").
+	Skip uint64
+}
+
+// MaxSkip is the largest Event.Skip: 2^48 offsets, far above any gap a
+// restore needs, so that Offset+Skip+1 cannot overflow.
+const MaxSkip = 1 << 48
+
+// NextOffset returns the offset of the event after e: Offset+1, or past a
+// gap marker's skipped offsets.
+func (e *Event) NextOffset() isequencer.PLogOffset {
+	return e.Offset + 1 + isequencer.PLogOffset(e.Skip)
 }
 
 // Encoding format versions: the first byte of an encoded event.
@@ -55,11 +73,25 @@ const (
 	// Record IDs are delta-encoded (zigzag varints, modular arithmetic):
 	// one event's records usually have consecutive IDs, one byte each.
 	FormatV1 byte = 1
+
+	// FormatSkip is a gap marker (Event.Skip):
+	//
+	//	u8 2 ‖ uvarint Skip
+	FormatSkip byte = 2
 )
 
-// AppendEncoded appends the encoding of e (FormatV1) to dst. It reports an
-// event no reader would accept: WSID 0, a Number 0 or a record ID 0.
+// AppendEncoded appends the encoding of e (FormatV1, or FormatSkip for a
+// gap marker) to dst. It reports an event no reader would accept: WSID 0,
+// a Number 0, a record ID 0, or a gap marker above MaxSkip or with any
+// other field set.
 func AppendEncoded(dst []byte, e *Event) ([]byte, error) {
+	if e.Skip > 0 {
+		if e.Skip > MaxSkip || e.WSID != 0 || e.WSKind != 0 || e.WLogOffset != 0 || len(e.Numbers) > 0 || len(e.Records) > 0 || len(e.Payload) > 0 {
+			return dst, fmt.Errorf("plog: gap marker skipping %d offsets: want 1..%d and no other field", e.Skip, uint64(MaxSkip))
+		}
+		dst = append(dst, FormatSkip)
+		return binary.AppendUvarint(dst, e.Skip), nil
+	}
 	if e.WSID == 0 {
 		return dst, errors.New("plog: event with WSID 0")
 	}
@@ -151,6 +183,9 @@ func decode(b []byte, e *Event) error {
 	if len(b) == 0 {
 		return errors.New("empty body")
 	}
+	if b[0] == FormatSkip {
+		return decodeSkip(b, e)
+	}
 	if b[0] != FormatV1 {
 		return fmt.Errorf("unknown format version %d", b[0])
 	}
@@ -229,5 +264,20 @@ func decode(b []byte, e *Event) error {
 		Records:    recs,
 		Payload:    b[d.pos:end:end],
 	}
+	return nil
+}
+
+func decodeSkip(b []byte, e *Event) error {
+	d := decoder{b: b, pos: 1}
+	n := d.uvarint("skipped offsets")
+	switch {
+	case d.err != nil:
+		return d.err
+	case n == 0 || n > MaxSkip:
+		return fmt.Errorf("gap marker skipping %d offsets, want 1..%d", n, uint64(MaxSkip))
+	case d.pos != len(b):
+		return fmt.Errorf("%d trailing bytes", len(b)-d.pos)
+	}
+	*e = Event{Numbers: e.Numbers[:0], Records: e.Records[:0], Skip: n}
 	return nil
 }

@@ -48,6 +48,19 @@ var (
 	_ GroupWriter = (*FencedWriter)(nil)
 )
 
+// NewGroupWriter returns the GroupWriter of o.Mode: in ModeFenced a
+// FencedWriter of epoch (o's other fields carried over), else a Writer
+// (epoch unused).
+func NewGroupWriter(o WriterOptions, epoch uint64) (GroupWriter, error) {
+	if o.Mode == ModeFenced {
+		return NewFencedWriter(FencedWriterOptions{
+			Storage: o.Storage, Capabilities: o.Capabilities, Partition: o.Partition, Epoch: epoch,
+			MaxChunkEvents: o.MaxChunkEvents, MaxChunkBytes: o.MaxChunkBytes, Versions: o.Versions,
+		})
+	}
+	return NewWriter(o)
+}
+
 // GroupError is a GroupWriter's error for a group not wholly stored.
 type GroupError struct {
 	// First and Last are the group's first and last offsets (0 for a nil

@@ -117,7 +117,8 @@ func TestDecodeCorrupt(t *testing.T) {
 		werr string
 	}{
 		{"empty", nil, "empty body"},
-		{"bad version", cat("02", goldenHex[2:]), "unknown format version 2"},
+		{"bad version", cat("03", goldenHex[2:]), "unknown format version 3"},
+		{"gap marker with an event's body", cat("02", goldenHex[2:]), "trailing bytes"},
 		{"version 0", cat("00"), "unknown format version 0"},
 		{"truncated header", cat("01b4"), "truncated at byte 1 reading WSID"},
 		{"truncated in numbers", golden[:10], "truncated"},
@@ -192,6 +193,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{1, 1, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Add([]byte{FormatSkip, 0xac, 0x02})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e Event
 		err := Decode(1, 2, b, &e)
@@ -217,5 +219,6 @@ func FuzzDecode(f *testing.F) {
 		assert.Equal(t, e.Numbers, e2.Numbers)
 		assert.Equal(t, e.Records, e2.Records)
 		assert.Equal(t, e.Payload, e2.Payload)
+		assert.Equal(t, e.Skip, e2.Skip)
 	})
 }

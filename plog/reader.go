@@ -2,6 +2,7 @@ package plog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -87,15 +88,38 @@ func NewReader(st storage.Storage, o ReaderOptions) (*Reader, error) {
 // read alone (a log that ends in it costs one storage.Read); once one is
 // complete to its last offset, the next ReaderOptions.ReadAhead are read
 // concurrently while the events read are decoded and passed to cb.
+//
+// A gap marker (Event.Skip) is passed to cb like an event; the read then
+// goes on at the offset after the gap (Event.NextOffset) with a new
+// storage read. A read that starts inside a gap stops there (the gap's
+// offsets hold nothing), as at any missing offset.
 func (r *Reader) ReadEvents(ctx context.Context, part isequencer.PartitionID, from isequencer.PLogOffset, cb func(e *Event) error) error {
 	var e Event
-	return r.b.Read(ctx, part, max(from, 1), func(off isequencer.PLogOffset, value []byte) error {
-		if err := Decode(part, off, value, &e); err != nil {
+	from = max(from, 1)
+	for {
+		var gapEnd isequencer.PLogOffset // set by a gap marker: read on from it
+		err := r.b.Read(ctx, part, from, func(off isequencer.PLogOffset, value []byte) error {
+			if err := Decode(part, off, value, &e); err != nil {
+				return err
+			}
+			if err := cb(&e); err != nil {
+				return err
+			}
+			if e.Skip > 0 {
+				gapEnd = e.NextOffset()
+				return errGap
+			}
+			return nil
+		})
+		if err != errGap { //nolint:errorlint // errGap is never wrapped
 			return err
 		}
-		return cb(&e)
-	})
+		from = gapEnd
+	}
 }
+
+// errGap stops a block read at a gap marker; ReadEvents reads on after it.
+var errGap = errors.New("plog: gap marker")
 
 // ReadEvent reads the event at offset off (>= 1) of partition part into e
 // with one storage.Get, at the store's consistency; ok is false when there

@@ -68,7 +68,24 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 	if err != nil {
 		return nil, err
 	}
-	a := &Actualized{Partition: s.o.Partition, StoredNext: stored, Next: max(stored, 1)}
+	a, batch, err := s.replay(ctx, initial, stored, max(stored, 1))
+	if err != nil {
+		return nil, err
+	}
+	if write {
+		if err := s.WriteValuesAndNextPLogOffset(batch, a.Next); err != nil {
+			return nil, err
+		}
+		a.Written = true
+	}
+	return a, nil
+}
+
+// replay is ActualizeOnce's reading, from PLog offset from (stored is the
+// stored next offset): the actualized numbers, and those of them above
+// the stored ones, by WSID then SeqID.
+func (s *Storage) replay(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, stored, from isequencer.PLogOffset) (*Actualized, []isequencer.SeqValue, error) {
+	a := &Actualized{Partition: s.o.Partition, StoredNext: stored, Next: from}
 	initialIDs := make([]isequencer.SeqID, 0, len(initial))
 	for id := range initial {
 		initialIDs = append(initialIDs, id)
@@ -80,7 +97,7 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 	r := newStoredReader(rctx, s)
 	found := map[isequencer.NumberKey]isequencer.Number{}
 	byWS := map[isequencer.WSID][]isequencer.SeqID{} // initialIDs, then the others found
-	replayErr := s.ActualizeSequencesFromPLog(r.ctx, max(stored, 1), func(batch []isequencer.SeqValue, off isequencer.PLogOffset) error {
+	replayErr := s.ActualizeSequencesFromPLog(r.ctx, from, func(batch []isequencer.SeqValue, off isequencer.PLogOffset) error {
 		if a.Events > 0 && off < a.Next {
 			return fmt.Errorf("seqstorage: app %d partition %d: PLog offset %d after %d", s.o.App, s.o.Partition, off, a.Next-1)
 		}
@@ -123,11 +140,11 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 	storedNums, readErr := r.wait()
 	switch {
 	case replayErr != nil && !readsEnded:
-		return nil, replayErr
+		return nil, nil, replayErr
 	case readErr != nil:
-		return nil, readErr
+		return nil, nil, readErr
 	case replayErr != nil:
-		return nil, replayErr
+		return nil, nil, replayErr
 	}
 
 	batch := make([]isequencer.SeqValue, 0, len(found))
@@ -157,13 +174,7 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 		}
 		return cmp.Compare(x.Key.SeqID, y.Key.SeqID)
 	})
-	if write {
-		if err := s.WriteValuesAndNextPLogOffset(batch, a.Next); err != nil {
-			return nil, err
-		}
-		a.Written = true
-	}
-	return a, nil
+	return a, batch, nil
 }
 
 // storedReadBatch is the most workspaces a storedReader reads in one

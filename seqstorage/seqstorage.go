@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -157,6 +158,10 @@ type Storage struct {
 	oneCall bool
 	life    context.Context // the lifetime context; done after CancelCalls
 	cancel  context.CancelFunc
+	// floors are the partition's number floors (vvmadapter.Floor), read
+	// once, by ReadNextPLogOffset or the first number read: only `cqlseq
+	// advance` writes them, while no owner runs.
+	floors atomic.Pointer[map[isequencer.SeqID]isequencer.Number]
 }
 
 var (
@@ -223,20 +228,57 @@ func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]ise
 
 // readNumbers is ReadNumbers within ctx, a context of call or callWithin.
 func (s *Storage) readNumbers(ctx context.Context, ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
+	floors, err := s.readFloors(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]isequencer.Number, len(ids))
 	if err := s.ad.GetNumbersMax(ctx, ws, ids, out); err != nil {
 		return nil, s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
 	}
+	applyFloors(floors, ids, out)
 	return out, nil
 }
 
 // readWorkspacesNumbers reads the numbers of many workspaces in one
 // request (vvmadapter.GetWorkspacesNumbersMax).
 func (s *Storage) readWorkspacesNumbers(ctx context.Context, reads []vvmadapter.WorkspaceNumbers) error {
+	floors, err := s.readFloors(ctx)
+	if err != nil {
+		return err
+	}
 	if err := s.ad.GetWorkspacesNumbersMax(ctx, reads); err != nil {
 		return s.wrap(fmt.Errorf("seqstorage: app %d partition %d: %w", s.o.App, s.o.Partition, err))
 	}
+	for i := range reads {
+		applyFloors(floors, reads[i].IDs, reads[i].Numbers)
+	}
 	return nil
+}
+
+// readFloors returns the partition's number floors, read from the store
+// the first time only.
+func (s *Storage) readFloors(ctx context.Context) (map[isequencer.SeqID]isequencer.Number, error) {
+	if f := s.floors.Load(); f != nil {
+		return *f, nil
+	}
+	stored, err := s.ad.GetFloors(ctx, s.o.Partition)
+	if err != nil {
+		return nil, s.wrap(fmt.Errorf("seqstorage: app %d: %w", s.o.App, err))
+	}
+	f := floorMap(stored)
+	s.floors.Store(f)
+	return *f, nil
+}
+
+// applyFloors raises each of numbers (of ids) to its SeqID's floor.
+func applyFloors(floors map[isequencer.SeqID]isequencer.Number, ids []isequencer.SeqID, numbers []isequencer.Number) {
+	if len(floors) == 0 {
+		return
+	}
+	for i, id := range ids {
+		numbers[i] = max(numbers[i], floors[id])
+	}
 }
 
 // ReadNextPLogOffset implements isequencer.ISeqStorage; 0 if none is
@@ -244,6 +286,9 @@ func (s *Storage) readWorkspacesNumbers(ctx context.Context, reads []vvmadapter.
 func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 	ctx, cancel := s.call()
 	defer cancel()
+	if _, err := s.readFloors(ctx); err != nil {
+		return 0, err
+	}
 	off, _, err := s.ad.GetPLogOffset(ctx, s.o.Partition)
 	if err != nil {
 		return 0, s.wrap(fmt.Errorf("seqstorage: app %d: %w", s.o.App, err))
@@ -378,7 +423,9 @@ func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequen
 			b = append(b, isequencer.SeqValue{Key: isequencer.NumberKey{WSID: e.WSID, SeqID: n.SeqID}, Value: n.Number})
 		}
 		s.batch = b
-		batcherErr = batcher(b, e.Offset)
+		// A gap marker's offset is the last one it covers: the sequencer's
+		// next offset is then the one after the gap.
+		batcherErr = batcher(b, e.NextOffset()-1)
 		return batcherErr
 	})
 	switch {

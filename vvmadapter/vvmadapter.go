@@ -13,6 +13,9 @@
 //	               cCols = u32 PLogOffsetCC (0)
 //	epoch:         pKey = the offset's pKey, cCols = u32 EpochCC (1)
 //	               value = u64 epoch; it only ever grows (absent = 0)
+//	floors:        pKey = the offset's pKey, cCols = u32 FloorsCC (2)
+//	               value = n × (u16 SeqID ‖ u64 floor), ascending SeqIDs
+//	               (floors.go; written by `cqlseq advance` only)
 //	layout:        pKey = u32 PKeyPrefixSeqStorageApp (4) ‖ u32 ClusterAppID
 //	               cCols = u32 PartitionCountCC (0)
 //	               value = u64 number of partitions; written once (layout.go)
@@ -65,6 +68,9 @@ const (
 	// EpochCC is the clustering key of a partition's ownership epoch
 	// (fenced mode).
 	EpochCC uint32 = 1
+	// FloorsCC is the clustering key of a partition's number floors
+	// (floors.go).
+	FloorsCC uint32 = 2
 )
 
 // WSKey returns the partition key of a workspace's numbers.
@@ -87,7 +93,7 @@ func PartKey(app isequencer.ClusterAppID, part isequencer.PartitionID) []byte {
 }
 
 // PartCCols returns a clustering key in a partition's state (PLogOffsetCC,
-// EpochCC).
+// EpochCC, FloorsCC).
 func PartCCols(cc uint32) []byte { return binary.BigEndian.AppendUint32(nil, cc) }
 
 // EncodeU64 and DecodeU64 are the value layout.

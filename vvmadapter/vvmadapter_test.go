@@ -25,6 +25,9 @@ func TestGoldenLayouts(t *testing.T) {
 		{"PartKey", PartKey(7, 0x0102), "00000002" + "00000007" + "0102"},
 		{"PartCCols offset", PartCCols(PLogOffsetCC), "00000000"},
 		{"PartCCols epoch", PartCCols(EpochCC), "00000001"},
+		{"PartCCols floors", PartCCols(FloorsCC), "00000002"},
+		{"floors", EncodeFloors([]Floor{{SeqID: 5, Number: 0x0102030405060708}, {SeqID: 1, Number: 9}, {SeqID: 5, Number: 3}}),
+			"0001" + "0000000000000009" + "0005" + "0102030405060708"},
 		{"value", EncodeU64(0x0102030405060708), "0102030405060708"},
 	} {
 		assert.Equal(t, tc.want, hex.EncodeToString(tc.got), tc.name)

@@ -1,0 +1,166 @@
+package seqstorage
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/storage/drivertest"
+	"github.com/cqlseq/cqlseq/storage/faulty"
+	"github.com/cqlseq/cqlseq/storage/mem"
+	"github.com/cqlseq/cqlseq/vvmadapter"
+)
+
+// advancer takes the partition over (fencing the PLog) and returns its
+// Storage and the mode's writer, as `cqlseq advance` does.
+func advancer(t *testing.T, st storage.Storage, mode plog.Mode) (*Storage, plog.GroupWriter) {
+	t.Helper()
+	own, err := TakeOver(context.Background(), TakeOverOptions{Storage: st, App: app, Partition: part, FencePLog: st})
+	require.NoError(t, err)
+	s := newStorage(t, Options{Storage: st, Owner: own.Owner, EpochCells: mode == plog.ModeFenced})
+	w, err := plog.NewGroupWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: mode, Versions: own.Owner.Versions()}, own.Owner.Epoch())
+	require.NoError(t, err)
+	return s, w
+}
+
+// TestAdvanceMovesNumbersAndOffsetsPastTheMargins: after 10 events (WSIDs
+// 1-3, SeqID 1 up to 1010, SeqID 2 up to 10) and a stored number of WSID 2
+// above them, Advance raises each SeqID's floor to its largest number plus
+// the margin, writes a gap marker after the last event and stores the
+// next offset after the gap; a new owner then hands out numbers above the
+// floors in every workspace (one the PLog never named too) and writes its
+// first event after the gap, which a read from offset 1 reaches.
+func TestAdvanceMovesNumbersAndOffsetsPastTheMargins(t *testing.T) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust2, plog.ModeFenced} {
+		t.Run(mode.String(), func(t *testing.T) {
+			drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+				ctx := context.Background()
+				writeEvents(t, st, 10)
+				before := newStorage(t, Options{Storage: st})
+				require.NoError(t, before.WriteValuesAndNextPLogOffset([]isequencer.SeqValue{{Key: key(2, 2), Value: 77}}, 4))
+
+				s, w := advancer(t, st, mode)
+				adv, err := s.Advance(ctx, AdvanceOptions{Numbers: 500, Offsets: 5000, Writer: w, Initial: map[isequencer.SeqID]isequencer.Number{3: 200001}})
+				require.NoError(t, err)
+				assert.Equal(t, []vvmadapter.Floor{{SeqID: 1, Number: 1510}, {SeqID: 2, Number: 577}, {SeqID: 3, Number: 200500}}, adv.Floors)
+				assert.Equal(t, isequencer.PLogOffset(11), adv.Gap)
+				assert.Equal(t, isequencer.PLogOffset(5012), adv.Next)
+				assert.Equal(t, uint64(10), adv.Events, "the whole PLog replayed")
+				assert.True(t, adv.Written)
+
+				after := newStorage(t, Options{Storage: st, EpochCells: mode == plog.ModeFenced})
+				off, err := after.ReadNextPLogOffset()
+				require.NoError(t, err)
+				assert.Equal(t, isequencer.PLogOffset(5012), off)
+				nums, err := after.ReadNumbers(2, []isequencer.SeqID{1, 2, 3, 4})
+				require.NoError(t, err)
+				assert.Equal(t, []isequencer.Number{1510, 577, 200500, 0}, nums, "a named workspace: the floors; an unfloored SeqID: as stored")
+				nums, err = after.ReadNumbers(12345, []isequencer.SeqID{1, 2})
+				require.NoError(t, err)
+				assert.Equal(t, []isequencer.Number{1510, 577}, nums, "a workspace the PLog never named gets the floors too")
+
+				// The next owner's actualization starts after the gap; its
+				// event there is read from offset 1 across the marker.
+				a, err := after.ActualizeOnce(ctx, nil, false)
+				require.NoError(t, err)
+				assert.Equal(t, isequencer.PLogOffset(5012), a.Next)
+				w2, err := plog.NewWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: plog.ModeTrust0})
+				require.NoError(t, err)
+				require.NoError(t, w2.Write(ctx, &plog.Event{Offset: 5012, WSID: 4, Numbers: []plog.SeqNumber{{SeqID: 1, Number: 1511}}}))
+				r, err := replay(t, after, 1)
+				require.NoError(t, err)
+				assert.Equal(t, append(span(1, 10), 5011, 5012), r.offsets, "the marker reported at the last offset it covers")
+			})
+		})
+	}
+}
+
+func span(from, to isequencer.PLogOffset) []isequencer.PLogOffset {
+	var out []isequencer.PLogOffset
+	for o := from; o <= to; o++ {
+		out = append(out, o)
+	}
+	return out
+}
+
+// TestAdvanceAgainRaisesAgain: the floors only grow, and a second advance
+// (after a failed or repeated run) adds a gap of its own after the first.
+func TestAdvanceAgainRaisesAgain(t *testing.T) {
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	writeEvents(t, st, 3)
+	for i, want := range []struct {
+		floor1 isequencer.Number
+		gap    isequencer.PLogOffset
+	}{{1103, 4}, {1203, 105}} {
+		s, w := advancer(t, st, plog.ModeTrust0)
+		adv, err := s.Advance(context.Background(), AdvanceOptions{Numbers: 100, Offsets: 100, Writer: w})
+		require.NoError(t, err, "run %d", i+1)
+		assert.Equal(t, want.floor1, adv.Floors[0].Number, "run %d", i+1)
+		assert.Equal(t, want.gap, adv.Gap, "run %d", i+1)
+	}
+}
+
+// TestAdvanceRefusesBadInput: options, no owner, a number overflow: an
+// error, and nothing written.
+func TestAdvanceRefusesBadInput(t *testing.T) {
+	st := drivertest.NewCounting(mem.New(mem.Options{}))
+	defer st.Close()
+	writeEvents(t, st, 3)
+	s, w := advancer(t, st, plog.ModeTrust0)
+	for name, o := range map[string]AdvanceOptions{
+		"no numbers":  {Offsets: 1, Writer: w},
+		"no offsets":  {Numbers: 1, Writer: w},
+		"big offsets": {Numbers: 1, Offsets: plog.MaxSkip + 1, Writer: w},
+		"no writer":   {Numbers: 1, Offsets: 1},
+	} {
+		st.Reset()
+		_, err := s.Advance(context.Background(), o)
+		require.ErrorIs(t, err, ErrInvalidOptions, name)
+		assert.Zero(t, st.Calls(faulty.OpPutBatch)+st.Calls(faulty.OpGet), name)
+	}
+
+	reader := newStorage(t, Options{Storage: st})
+	reader.o.Owner = nil
+	_, err := reader.Advance(context.Background(), AdvanceOptions{Numbers: 1, Offsets: 1, Writer: w})
+	require.ErrorIs(t, err, ErrNotOwner)
+
+	st.Reset()
+	_, err = s.Advance(context.Background(), AdvanceOptions{Numbers: 1<<64 - 1000, Offsets: 1, Writer: w})
+	require.ErrorIs(t, err, isequencer.ErrNumberOverflow)
+	assert.Contains(t, err.Error(), "SeqID 1: 1003 + ")
+	assert.Zero(t, st.Calls(faulty.OpPutBatch)+st.Calls(faulty.OpInsertIfNotExists), "nothing written")
+}
+
+// TestAdvanceStopsAtAFailedStep: a failed floors write leaves no marker; a
+// failed marker write leaves the stored offset; each says so.
+func TestAdvanceStopsAtAFailedStep(t *testing.T) {
+	ctx := context.Background()
+	base := mem.New(mem.Options{})
+	defer base.Close()
+	writeEvents(t, base, 3)
+	st, err := faulty.New(base, faulty.Options{})
+	require.NoError(t, err)
+	s, w := advancer(t, st, plog.ModeTrust0)
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpPutBatch}, Action: faulty.Fail, Times: 1}))
+	_, err = s.Advance(ctx, AdvanceOptions{Numbers: 10, Offsets: 10, Writer: w})
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	r := newStorage(t, Options{Storage: base})
+	got, err := replay(t, r, 1)
+	require.NoError(t, err)
+	assert.Equal(t, span(1, 3), got.offsets, "no marker after a failed floors write")
+
+	s, w = advancer(t, st, plog.ModeTrust0)
+	require.NoError(t, st.SetRules(faulty.Rule{Ops: []string{faulty.OpInsertIfNotExists, faulty.OpApplyBatchIf, faulty.OpApplyBatchesIf}, Action: faulty.Fail, Times: 1}))
+	_, err = s.Advance(ctx, AdvanceOptions{Numbers: 10, Offsets: 10, Writer: w})
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), "floors written: advance again")
+	floors, err := vvmadapter.New(base, app).GetFloors(ctx, part)
+	require.NoError(t, err)
+	assert.Equal(t, isequencer.Number(1013), floors[0].Number)
+}
