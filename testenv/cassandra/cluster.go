@@ -27,6 +27,34 @@ const MaxNodes = 9
 type Cluster struct {
 	Dir   string      `json:"dir"`
 	Nodes []*Instance `json:"nodes"`
+	// Datacenters is Options.Datacenters at StartCluster: nodes per data
+	// centre, in node order. Empty: one data centre, datacenter1.
+	Datacenters []int `json:"datacenters,omitempty"`
+}
+
+// Datacenter returns node i's (1-based) data centre: dc1, dc2, ... by
+// Datacenters, or datacenter1 (SimpleSnitch's) without them; "" for a node
+// the cluster does not have.
+func (c *Cluster) Datacenter(i int) string {
+	if i < 1 || i > len(c.Nodes) {
+		return ""
+	}
+	return nodeDatacenter(c.Datacenters, i-1)
+}
+
+// nodeDatacenter is node i's (0-based) data centre by dcs (nodes per data
+// centre, in node order): dc1, dc2, ..., or datacenter1 when dcs is empty.
+func nodeDatacenter(dcs []int, i int) string {
+	if len(dcs) == 0 {
+		return "datacenter1"
+	}
+	for d, n := range dcs {
+		if i < n {
+			return fmt.Sprintf("dc%d", d+1)
+		}
+		i -= n
+	}
+	return ""
 }
 
 // Hosts returns the nodes' native transport addresses (host:port).
@@ -59,10 +87,15 @@ func InitialToken(i, n int) string {
 func nodeAddr(i int) string { return fmt.Sprintf("127.0.0.%d", i) }
 
 // clusterConfigs returns the cassandra.yaml settings of an n-node cluster
-// in dir.
-func clusterConfigs(dir string, n, nativePort, storagePort int, crashSafe bool) []nodeConfig {
+// in dir, its nodes in the data centres dcs names (Options.Datacenters;
+// empty: SimpleSnitch).
+func clusterConfigs(dir string, n, nativePort, storagePort int, crashSafe bool, dcs []int) []nodeConfig {
 	cs := make([]nodeConfig, n)
 	for i := range cs {
+		dc := ""
+		if len(dcs) > 0 {
+			dc = nodeDatacenter(dcs, i)
+		}
 		cs[i] = nodeConfig{
 			dir:                  filepath.Join(dir, fmt.Sprintf("cqlseq-cassandra-node%d", i+1)),
 			listen:               nodeAddr(i + 1),
@@ -72,6 +105,7 @@ func clusterConfigs(dir string, n, nativePort, storagePort int, crashSafe bool) 
 			storagePort:          storagePort,
 			crashSafe:            crashSafe,
 			joinWithoutBootstrap: true,
+			dc:                   dc,
 		}
 	}
 	return cs
@@ -79,7 +113,9 @@ func clusterConfigs(dir string, n, nativePort, storagePort int, crashSafe bool) 
 
 // StartCluster starts an n-node cluster in a fresh run directory, one node
 // after another (each answers CQL before the next starts), then waits until
-// every node sees every node up and in the ring. save, if not nil, is
+// every node sees every node up and in the ring. With o.Datacenters, whose
+// sum must be n, the nodes are in those data centres (node 1, the seed, in
+// dc1). save, if not nil, is
 // called after each node has started, so that a state file names every
 // process even if the caller is killed during the start. On failure
 // StartCluster stops every node it started and removes the directory.
@@ -91,11 +127,14 @@ func StartCluster(ctx context.Context, o Options, n int, save func(*Cluster) err
 	if o.Secure {
 		invalid = errors.Join(invalid, fmt.Errorf("%w: Secure is for Start (one node)", ErrInvalidOptions))
 	}
+	if sum := sumOf(o.Datacenters); len(o.Datacenters) > 0 && sum != n {
+		invalid = errors.Join(invalid, fmt.Errorf("%w: Datacenters %v hold %d nodes, the cluster %d", ErrInvalidOptions, o.Datacenters, sum, n))
+	}
 	lib, dir, err := setUp(ctx, &o, invalid, "cqlseq-cluster-")
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{Dir: dir}
+	c := &Cluster{Dir: dir, Datacenters: o.Datacenters}
 	fail := func(err error) (*Cluster, error) {
 		_, _ = StopCluster(c)
 		return nil, err
@@ -104,13 +143,13 @@ func StartCluster(ctx context.Context, o Options, n int, save func(*Cluster) err
 	if err != nil {
 		return fail(err)
 	}
-	for i, cfg := range clusterConfigs(dir, n, ports[0], ports[1], o.CrashSafe) {
+	for i, cfg := range clusterConfigs(dir, n, ports[0], ports[1], o.CrashSafe, o.Datacenters) {
 		if err := writeNodeFiles(cfg); err != nil {
 			return fail(err)
 		}
 		inst := &Instance{Dir: cfg.dir, Host: net.JoinHostPort(cfg.listen, strconv.Itoa(cfg.nativePort)),
 			Listen: cfg.listen, Version: o.Version, CrashSafe: o.CrashSafe}
-		o.Log("starting node %d of %d on %s", i+1, n, cfg.listen)
+		o.Log("starting node %d of %d on %s (%s)", i+1, n, cfg.listen, nodeDatacenter(o.Datacenters, i))
 		if err := launch(ctx, o, lib, inst); err != nil {
 			return fail(fmt.Errorf("node %d: %w", i+1, err))
 		}
@@ -139,7 +178,20 @@ func writeNodeFiles(cfg nodeConfig) error {
 	if err := os.WriteFile(filepath.Join(cfg.dir, "logback.xml"), []byte(logbackXML), 0o644); err != nil {
 		return fmt.Errorf("cassandra: %w", err)
 	}
+	if cfg.dc != "" {
+		if err := os.WriteFile(filepath.Join(cfg.dir, rackdcFile), []byte(rackdcProperties(cfg.dc)), 0o644); err != nil {
+			return fmt.Errorf("cassandra: %w", err)
+		}
+	}
 	return nil
+}
+
+func sumOf(xs []int) int {
+	s := 0
+	for _, x := range xs {
+		s += x
+	}
+	return s
 }
 
 // freePortsOn returns k ports free on each of 127.0.0.1..127.0.0.n.
@@ -173,7 +225,7 @@ func portsFreeOn(n int, ports []int) bool {
 // every node Up and Normal (nodetool status's "UN", read without JMX):
 // its gossip state (system_views.gossip_info) lists all the nodes with
 // STATUS NORMAL, and a range read at consistency ALL of a keyspace
-// replicated on every node (system_distributed) succeeds with it as the
+// replicated on every node (allReadTable) succeeds with it as the
 // coordinator, which its failure detector refuses while it holds a node
 // down.
 func WaitRing(ctx context.Context, c *Cluster, limit time.Duration) error {
@@ -251,11 +303,31 @@ func nodeSeesRing(ctx context.Context, host string, n int) error {
 	if normal != n {
 		return fmt.Errorf("%d of %d nodes NORMAL in gossip: %v", normal, n, seen)
 	}
-	q := s.Query("SELECT * FROM system_distributed.repair_history LIMIT 1").WithContext(ctx).Consistency(gocql.All)
+	table := allReadTable(n)
+	if table == "" {
+		return nil
+	}
+	q := s.Query("SELECT * FROM " + table + " LIMIT 1").WithContext(ctx).Consistency(gocql.All)
 	if err := q.Exec(); err != nil {
 		return fmt.Errorf("%w: %w", errReadAtAll, err)
 	}
 	return nil
+}
+
+// allReadTable is the table WaitRing reads at consistency ALL in an
+// n-node cluster: one of a system keyspace of SimpleStrategy whose
+// replication factor is at most n (ALL waits for that many replicas alive,
+// however few nodes there are) and at least 2, so that the range read
+// needs every node (system_distributed's is 3, system_traces' 2). ""
+// for one node: it has no peer to hold down.
+func allReadTable(n int) string {
+	switch {
+	case n >= 3:
+		return "system_distributed.repair_history"
+	case n == 2:
+		return "system_traces.sessions"
+	}
+	return ""
 }
 
 // StopCluster stops every node of c (as Stop does) and removes c.Dir. It

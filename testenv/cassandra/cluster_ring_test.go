@@ -26,3 +26,13 @@ func TestRingErrorTellsANodeHoldingPeersDown(t *testing.T) {
 	assert.False(t, (&RingError{Node: 2, Err: fmt.Errorf("%w: %w", errReadAtAll, gocql.ErrTimeoutNoResponse)}).HoldsPeersDown())
 	assert.False(t, (&RingError{Node: 2, Err: unavailable}).HoldsPeersDown(), "not the read at ALL")
 }
+
+// TestAllReadTableFitsTheClusterSize: a read at ALL waits for the
+// keyspace's replication factor of live replicas (system_distributed 3,
+// system_traces 2), so a smaller cluster would never pass WaitRing.
+func TestAllReadTableFitsTheClusterSize(t *testing.T) {
+	assert.Equal(t, "", allReadTable(1))
+	assert.Equal(t, "system_traces.sessions", allReadTable(2))
+	assert.Equal(t, "system_distributed.repair_history", allReadTable(3))
+	assert.Equal(t, "system_distributed.repair_history", allReadTable(MaxNodes))
+}

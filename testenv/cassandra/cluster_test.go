@@ -3,6 +3,7 @@ package cassandra
 import (
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ func TestInitialTokenIsCCMsFormula(t *testing.T) {
 }
 
 func TestClusterConfigsPutEachNodeOnItsOwnAddressAndDir(t *testing.T) {
-	cs := clusterConfigs("/run/c", 3, 19042, 17000, false)
+	cs := clusterConfigs("/run/c", 3, 19042, 17000, false, nil)
 	require.Len(t, cs, 3)
 	dirs := map[string]bool{}
 	for i, c := range cs {
@@ -45,6 +46,7 @@ func TestClusterConfigsPutEachNodeOnItsOwnAddressAndDir(t *testing.T) {
 		} {
 			require.Contains(t, y, want, "node %d", i+1)
 		}
+		require.Contains(t, y, "endpoint_snitch: SimpleSnitch\n", "one data centre by default")
 		require.Equal(t, filepath.Join("/run/c", "cqlseq-cassandra-node"+strconv.Itoa(i+1)), c.dir)
 		require.False(t, dirs[c.dir])
 		dirs[c.dir] = true
@@ -53,6 +55,49 @@ func TestClusterConfigsPutEachNodeOnItsOwnAddressAndDir(t *testing.T) {
 	require.Contains(t, single, "initial_token: 0\n")
 	require.Contains(t, single, "listen_address: 127.0.0.1\n")
 	require.NotContains(t, single, "auto_bootstrap", "a single node keeps the default")
+}
+
+func TestClusterConfigsInDatacenters(t *testing.T) {
+	cs := clusterConfigs(t.TempDir(), 3, 19042, 17000, false, []int{1, 2})
+	wdcs := []string{"dc1", "dc2", "dc2"}
+	c := &Cluster{Nodes: make([]*Instance, 3), Datacenters: []int{1, 2}}
+	for i, cfg := range cs {
+		y := nodeYAML(cfg)
+		require.Contains(t, y, "endpoint_snitch: GossipingPropertyFileSnitch\n", "node %d", i+1)
+		require.NotContains(t, y, "SimpleSnitch")
+		require.Contains(t, y, `seeds: "127.0.0.1:17000"`, "node 1, in dc1, is the only seed")
+		require.Contains(t, y, "initial_token: "+InitialToken(i, 3)+"\n", "tokens unique across the cluster")
+		require.NoError(t, writeNodeFiles(cfg))
+		b, err := os.ReadFile(filepath.Join(cfg.dir, "cassandra-rackdc.properties"))
+		require.NoError(t, err)
+		require.Equal(t, "dc="+wdcs[i]+"\nrack=rack1\n", string(b), "node %d", i+1)
+		args := strings.Join(jvmArgs(Options{Heap: "1g"}, "/lib", "/lib/jamm.jar", cfg.dir), " ")
+		require.Contains(t, args, "-Dcassandra-rackdc.properties=file://"+filepath.Join(cfg.dir, "cassandra-rackdc.properties"))
+		require.Equal(t, wdcs[i], c.Datacenter(i+1))
+	}
+	require.Equal(t, "", c.Datacenter(4))
+	require.Equal(t, "datacenter1", (&Cluster{Nodes: make([]*Instance, 2)}).Datacenter(2), "SimpleSnitch's")
+
+	single := singleNode(t.TempDir(), 19042, 17000, false)
+	require.NoError(t, writeNodeFiles(single))
+	_, err := os.Stat(filepath.Join(single.dir, "cassandra-rackdc.properties"))
+	require.True(t, errors.Is(err, os.ErrNotExist), "no data centre, no properties file: %v", err)
+}
+
+func TestDatacentersRefused(t *testing.T) {
+	o := fakeOptions(t)
+	o.Datacenters = []int{1, 1}
+	_, err := StartCluster(t.Context(), o, 3, nil)
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.Contains(t, err.Error(), "Datacenters [1 1] hold 2 nodes, the cluster 3")
+	o.Datacenters = []int{2, 0}
+	_, err = StartCluster(t.Context(), o, 2, nil)
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.Contains(t, err.Error(), "Datacenters[1] (dc2) has 0 nodes")
+	o.Datacenters = []int{1}
+	_, err = Start(t.Context(), o)
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.Contains(t, err.Error(), "Datacenters is for StartCluster")
 }
 
 func TestIsOursMatchesTheWholeDirectory(t *testing.T) {

@@ -14,6 +14,9 @@ func jvmArgs(o Options, lib, jamm, dir string) []string {
 		"-Djava.net.preferIPv4Stack=true", "-Dchronicle.analytics.disable=true",
 		"-javaagent:" + jamm,
 		"-Dcassandra.config=file://" + filepath.Join(dir, "cassandra.yaml"),
+		// Read by GossipingPropertyFileSnitch only (Options.Datacenters);
+		// SimpleSnitch ignores it and the file is then not written.
+		"-Dcassandra-rackdc.properties=file://" + filepath.Join(dir, rackdcFile),
 		"-Dcassandra.storagedir=" + dir,
 		"-Dcassandra-foreground=yes",
 		"-Dlogback.configurationFile=" + filepath.Join(dir, "logback.xml"),
@@ -64,6 +67,22 @@ type nodeConfig struct {
 	secure                  bool   // password authentication, roles, client TLS only
 	keystore                string // secure: the node's JKS keystore (password keystorePassword)
 	extra                   string // appended as it is (Options.ExtraYAML)
+	dc                      string // data centre (GossipingPropertyFileSnitch); "": SimpleSnitch
+}
+
+// rackdcFile is the node's data centre and rack, in its directory, when
+// it has a data centre (nodeConfig.dc).
+const rackdcFile = "cassandra-rackdc.properties"
+
+// rackdcProperties is the content of a node's rackdcFile.
+func rackdcProperties(dc string) string { return "dc=" + dc + "\nrack=rack1\n" }
+
+// snitch is the node's endpoint_snitch.
+func (c nodeConfig) snitch() string {
+	if c.dc == "" {
+		return "SimpleSnitch"
+	}
+	return "GossipingPropertyFileSnitch"
 }
 
 // nodeYAML is a node's cassandra.yaml. Its request timeouts stay below the
@@ -84,7 +103,7 @@ func nodeYAML(c nodeConfig) string {
 num_tokens: 1
 initial_token: %[5]s
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
-endpoint_snitch: SimpleSnitch
+endpoint_snitch: %[10]s
 %[4]scommitlog_directory: %[1]s/commitlog
 data_file_directories:
   - %[1]s/data
@@ -106,7 +125,7 @@ read_request_timeout: 2000ms
 range_request_timeout: 4000ms
 request_timeout: 4000ms
 cas_contention_timeout: 1500ms
-%[8]s%[9]s`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed, security(c), extraYAML(c.extra))
+%[8]s%[9]s`, c.dir, c.nativePort, c.storagePort, sync, c.token, c.listen, c.seed, security(c), extraYAML(c.extra), c.snitch())
 }
 
 // extraYAML is Options.ExtraYAML on lines of its own.

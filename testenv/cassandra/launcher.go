@@ -51,6 +51,14 @@ type Options struct {
 	// settings a test needs, such as a guardrail. It must not repeat a
 	// setting the launcher writes.
 	ExtraYAML string
+	// Datacenters puts StartCluster's nodes in data centres: the first
+	// Datacenters[0] nodes in dc1, the next Datacenters[1] in dc2, and so
+	// on; every node is in rack1. Its sum must be the cluster's size. The
+	// nodes then use GossipingPropertyFileSnitch, each reading its data
+	// centre and rack from the cassandra-rackdc.properties in its
+	// directory. Empty (the default): SimpleSnitch, one data centre
+	// (datacenter1). StartCluster only.
+	Datacenters []int
 	// Log receives progress lines. Default: discarded.
 	Log func(format string, args ...any)
 }
@@ -105,6 +113,11 @@ func (o *Options) Validate() error {
 	if o.StartTimeout <= 0 {
 		bad("StartTimeout %v is not positive", o.StartTimeout)
 	}
+	for i, n := range o.Datacenters {
+		if n < 1 {
+			bad("Datacenters[%d] (dc%d) has %d nodes: want at least 1", i, i+1, n)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -125,7 +138,11 @@ func defaultCacheDir() string {
 // query succeeds. On failure it stops what it started and returns an error
 // with the tail of the server's log.
 func Start(ctx context.Context, o Options) (*Instance, error) {
-	lib, dir, err := setUp(ctx, &o, nil, "cqlseq-cassandra-")
+	var invalid error
+	if len(o.Datacenters) > 0 {
+		invalid = fmt.Errorf("%w: Datacenters is for StartCluster", ErrInvalidOptions)
+	}
+	lib, dir, err := setUp(ctx, &o, invalid, "cqlseq-cassandra-")
 	if err != nil {
 		return nil, err
 	}
