@@ -85,6 +85,12 @@ func eventErr(outcome Outcome, off isequencer.PLogOffset, format string, args ..
 // ErrInvalidSettle: Settle was given a Result without an offset.
 var ErrInvalidSettle = errors.New("apppart: settle: no offset")
 
+// ErrRestored: Settle found no event at a final offset, or a gap marker
+// (Advance): the store was restored from a backup taken before the event
+// was written, and whatever was stored there is lost. The outcome stays
+// Unknown: reconcile it with the system the command came from.
+var ErrRestored = errors.New("apppart: settle: the store was restored: the PLog holds no event of that time")
+
 // Settle returns the final outcome of cmd's event that Do answered with
 // res (res as Do returned it, with an Unknown outcome or any other):
 // Stored if the event stored at res.Offset is cmd's (its workspace, its
@@ -101,7 +107,7 @@ var ErrInvalidSettle = errors.New("apppart: settle: no offset")
 //
 // It returns ErrStopped, ErrNotLeader or ErrClosed if the partition can no
 // longer make the offset final (the next owner's partition settles it),
-// and a read error wrapped. Settle tells commands of one workspace apart
+// ErrRestored for an offset a restore emptied, and a read error wrapped. Settle tells commands of one workspace apart
 // by their payloads: two commands with equal payloads given equal numbers
 // at one offset are one event to it.
 func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcome, error) {
@@ -139,7 +145,10 @@ func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcom
 		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
 	}
 	if !found {
-		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: no event there although every event below %d is durable (was the store restored?)", off, p.seq.DurableNext())
+		return Unknown, fmt.Errorf("%w: PLog offset %d: no event there although every event below %d is durable", ErrRestored, off, p.seq.DurableNext())
+	}
+	if e.Skip > 0 {
+		return Unknown, fmt.Errorf("%w: PLog offset %d: a gap marker of %d offsets is there (written by `cqlseq advance`)", ErrRestored, off, e.Skip)
 	}
 	got, err := plog.AppendEncoded(nil, &e)
 	if err != nil {
