@@ -40,8 +40,9 @@ type PartitionOptions struct {
 type PartitionReport struct {
 	Partition  isequencer.PartitionID `json:"partition"`
 	StoredNext isequencer.PLogOffset  `json:"stored_next_offset"` // 0: none stored (or not read)
-	Events     uint64                 `json:"events"`             // events read, from offset 1 to the first missing offset
-	Last       isequencer.PLogOffset  `json:"last_offset"`        // the last event read; 0: none
+	Events     uint64                 `json:"events"`             // events read, from offset 1 to the first missing offset, gap markers included
+	Gaps       uint64                 `json:"gaps,omitempty"`     // of them, gap markers (`cqlseq advance`)
+	Last       isequencer.PLogOffset  `json:"last_offset"`        // the last offset the events cover (a gap marker's last skipped one); 0: none
 	Tail       uint64                 `json:"tail"`               // events at or after StoredNext: not yet reflected in the stored numbers
 	Workspaces int                    `json:"workspaces"`         // distinct WSIDs in the PLog
 	Keys       int                    `json:"keys"`               // distinct (WSID, SeqID) in the PLog
@@ -95,7 +96,10 @@ func Partition(ctx context.Context, rd plog.PLogReader, part isequencer.Partitio
 	var evNums []plog.SeqNumber
 	err := rd.ReadEvents(ctx, part, 1, func(e *plog.Event) error {
 		r.Events++
-		r.Last = e.Offset
+		r.Last = e.NextOffset() - 1
+		if e.Skip > 0 {
+			r.Gaps++
+		}
 		if o.Progress != nil && r.Events%1024 == 0 {
 			o.Progress(r.Events, uint64(max(next, 1)-1))
 		}

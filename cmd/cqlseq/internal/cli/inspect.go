@@ -173,7 +173,7 @@ func printEvents(ctx context.Context, w io.Writer, st storage.Storage, part iseq
 		if f.to != 0 && uint64(e.Offset) > f.to {
 			return errEnough
 		}
-		last = e.Offset
+		last = e.NextOffset() - 1
 		if len(f.ws) > 0 && !slices.Contains(f.ws, uint64(e.WSID)) {
 			return nil
 		}
@@ -211,6 +211,9 @@ func joinUints(vs []uint64) string {
 }
 
 func formatEvent(e *plog.Event) string {
+	if e.Skip > 0 {
+		return fmt.Sprintf("offset %d: gap marker: offsets %d..%d hold no event (cqlseq advance)", e.Offset, e.Offset+1, e.NextOffset()-1)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "offset %d: WSID %d kind %d", e.Offset, e.WSID, e.WSKind)
 	if e.WLogOffset != 0 {

@@ -148,7 +148,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.`,
 	pf.StringVar(&e.logLevel, "log-level", "error", "log level of library messages on stderr: debug, info, warn, error")
 	pf.BoolVar(&e.noProgress, "no-progress", false, "no progress bar (it is shown only when stderr is a terminal)")
 	root.AddCommand(newDemoCmd(e), newBenchCmd(e), newMigrateCmd(e), newInspectCmd(e), newVerifyCmd(e))
-	root.AddCommand(newAllocCmd(e), newActualizeCmd(e), newPlotCmd(e))
+	root.AddCommand(newAllocCmd(e), newActualizeCmd(e), newAdvanceCmd(e), newPlotCmd(e))
 	root.AddCommand(newServeCmd(e))
 	return root
 }

@@ -180,8 +180,12 @@ func printScan(e *env, r *plogcheck.PartitionReport) {
 	if r.StoredNext > 0 {
 		next = fmt.Sprintf("%d", r.StoredNext)
 	}
-	fmt.Fprintf(w, "partition %d: %s (last offset %d), stored next offset %s (%s in the unflushed tail),\n",
-		r.Partition, plural(r.Events, "event", "events"), r.Last, next, plural(r.Tail, "event", "events"))
+	gaps := ""
+	if r.Gaps > 0 {
+		gaps = ", " + plural(r.Gaps, "gap marker", "gap markers") + " among them"
+	}
+	fmt.Fprintf(w, "partition %d: %s (last offset %d%s), stored next offset %s (%s in the unflushed tail),\n",
+		r.Partition, plural(r.Events, "event", "events"), r.Last, gaps, next, plural(r.Tail, "event", "events"))
 	fmt.Fprintf(w, "  %s workspaces, %s (WSID, SeqID) sequences, %s numbers checked: ",
 		commas(uint64(r.Workspaces)), commas(uint64(r.Keys)), commas(r.Numbers))
 	if r.OK() {
