@@ -54,6 +54,14 @@
 //     next offset the tool reported (it was fenced off). Then a fresh owner
 //     must acknowledge and verify --acks judges every acknowledgement; the
 //     report's third table gives the kills, tool runs and verdicts;
+//   - restore (issue 40): per -tools-stores store and -restore-modes
+//     mode, an owner runs; the store is backed up (a bbolt file copied; a
+//     keyspace's rows copied with their write timestamps into a new
+//     keyspace); a second owner runs; the backup is restored; cqlseq
+//     advance runs, SIGKILLed at a random instant, then again to the end;
+//     advance against a live owner must refuse; a last owner runs. No
+//     offset or number the second owner acknowledged may be acknowledged
+//     again (plogcheck.Restored), and verify --acks judges the rest;
 //   - service (issue 37): 3 cqlseq serve instances on one keyspace (one
 //     ID space: their node leases compete), each loaded by a vegeta
 //     attack (-vegeta, v12.13.0; 150 requests/s each, every response
@@ -157,7 +165,10 @@ type config struct {
 	// The tools phase.
 	toolsRounds int
 	toolsModes  []string
-	toolsStores []string
+	// restoreModes are the restore phase's modes (its stores are
+	// toolsStores).
+	restoreModes []string
+	toolsStores  []string
 	// The service phase's load generator (vegeta).
 	vegeta string
 }
@@ -210,7 +221,7 @@ type tort struct {
 func run(args []string) error {
 	fs := flag.NewFlagSet("cqlseq-torture", flag.ContinueOnError)
 	var c config
-	var modes, phases, benchArgs, faultModes, grayModes, skewModes, toolsModes, toolsStores string
+	var modes, phases, benchArgs, faultModes, grayModes, skewModes, toolsModes, toolsStores, restoreModes string
 	fs.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
 	fs.StringVar(&c.state, "state", "", "cassandra-launcher cluster state file (node faults need it)")
 	fs.StringVar(&c.hosts, "hosts", "", "CQL hosts (default: the cluster's)")
@@ -245,7 +256,8 @@ func run(args []string) error {
 	fs.DurationVar(&c.modeChangeRun, "modechange-run", 8*time.Second, "modechange: each run's load after its first ack (-short: 4s)")
 	fs.IntVar(&c.toolsRounds, "tools-rounds", 6, "tools: owners killed per store and mode, each followed by cqlseq actualize --write, before the last owner and verify (-short: 2)")
 	fs.StringVar(&toolsModes, "tools-modes", "trust0,trust1,trust2,fenced", "tools: modes (each its own keyspace and bbolt file)")
-	fs.StringVar(&toolsStores, "tools-stores", "cql,bbolt", "tools: stores (cql: a keyspace of -hosts; bbolt: a file in -dir)")
+	fs.StringVar(&toolsStores, "tools-stores", "cql,bbolt", "tools, restore: stores (cql: a keyspace of -hosts; bbolt: a file in -dir)")
+	fs.StringVar(&restoreModes, "restore-modes", "trust0,trust2,fenced", "restore: modes (each its own keyspace and bbolt file; -short: trust0,fenced); empty skips the phase")
 	fs.StringVar(&c.vegeta, "vegeta", "", "service: the vegeta binary (v12.13.0; make torture installs it in .cache/tools; default: vegeta on PATH)")
 	gray := fs.Bool("gray", false, "run only the gray-failure check (-phases gray)")
 	fs.StringVar(&grayModes, "gray-modes", "trust2,fenced", "gray: modes checked (each its own keyspace and bench)")
@@ -259,6 +271,7 @@ func run(args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	c.restoreModes = splitList(restoreModes)
 	if c.short {
 		shortDefaults(fs, &c)
 	}
@@ -383,6 +396,7 @@ func shortDefaults(fs *flag.FlagSet, c *config) {
 	set("modechange-runs", func() { c.modeChangeRuns = 1 })
 	set("modechange-run", func() { c.modeChangeRun = 4 * time.Second })
 	set("tools-rounds", func() { c.toolsRounds = 2 })
+	set("restore-modes", func() { c.restoreModes = []string{"trust0", "fenced"} })
 }
 
 func splitList(s string) []string {
@@ -405,7 +419,7 @@ func (c *config) validate() error {
 			bad("-phases: unknown phase %q (want some of %s)", p, strings.Join(known, ","))
 		}
 	}
-	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes, c.toolsModes} {
+	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes, c.toolsModes, c.restoreModes} {
 		for _, m := range list {
 			if _, err := plog.ParseMode(m); err != nil {
 				bad("%v", err)
