@@ -53,7 +53,7 @@ func Advance(ctx context.Context, o OpenOptions, m Margins) (*seqstorage.Advance
 	}
 	ss, err := seqstorage.New(seqstorage.Options{
 		Storage: o.Storage, App: o.App, Partition: o.Partition, Reader: reader, Timeout: o.StorageTimeout,
-		MinAccepted: o.MinAccepted, Owner: own.Owner, EpochCells: o.Mode == plog.ModeFenced,
+		MinAccepted: o.MinAccepted, Owner: own.Owner,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

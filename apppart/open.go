@@ -155,7 +155,6 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	fenced := o.Mode == plog.ModeFenced
 	own, err := takeOver(ctx, o)
 	if err != nil {
 		return nil, err
@@ -166,7 +165,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	ss, err := seqstorage.New(seqstorage.Options{
 		Storage: o.Storage, Capabilities: &seqCaps, App: o.App, Partition: o.Partition,
 		Reader: reader, Timeout: o.StorageTimeout, MinAccepted: o.MinAccepted,
-		Owner: own.Owner, EpochCells: fenced,
+		Owner: own.Owner,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

@@ -314,7 +314,7 @@ func (w *FencedWriter) applyChunkLocked(ctx context.Context, chunk []*Event, pKe
 		recs = appendRecordRows(recs, e)
 	}
 	slices.SortStableFunc(recs, func(a, b storage.Row) int { return bytes.Compare(a.PKey, b.PKey) })
-	if err := w.o.Versions.Stamp(recs); err != nil {
+	if err := w.o.Versions.Stamp(ctx, recs); err != nil {
 		return false, true, err
 	}
 	for run := range partitionRuns(recs) {

@@ -88,7 +88,7 @@ func (w *Writer) putGroupLocked(ctx context.Context, events []*Event, encs [][]b
 			rows = appendRecordRows(rows, e)
 			nrec += len(e.Records)
 		}
-		err := w.o.Versions.Stamp(rows)
+		err := w.o.Versions.Stamp(ctx, rows)
 		if err == nil {
 			err = w.o.Storage.PutBatch(ctx, rows)
 		}
@@ -161,7 +161,7 @@ func (w *Writer) applyChunkLocked(ctx context.Context, ma storage.MultiApplier, 
 	var version uint64 // ModeTrust1's records, put: one logical write
 	if w.o.Mode == ModeTrust1 && w.o.Versions != nil {
 		var err error
-		if version, err = w.o.Versions.Next(); err != nil {
+		if version, err = w.o.Versions.Next(ctx); err != nil {
 			for i := range events {
 				errs[i] = fmt.Errorf("plog: partition %d offset %d: %w", part, events[i].Offset, err)
 			}

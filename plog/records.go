@@ -21,7 +21,7 @@ const (
 // failures (at most putAttempts calls, backing off from putFirstDelay)
 // while ctx allows. It returns the last error.
 func putIdempotent(ctx context.Context, st storage.Storage, v *storage.Versions, rows []storage.Row) error {
-	if err := v.Stamp(rows); err != nil {
+	if err := v.Stamp(ctx, rows); err != nil {
 		return err
 	}
 	delay := putFirstDelay

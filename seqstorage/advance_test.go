@@ -22,7 +22,7 @@ func advancer(t *testing.T, st storage.Storage, mode plog.Mode) (*Storage, plog.
 	t.Helper()
 	own, err := TakeOver(context.Background(), TakeOverOptions{Storage: st, App: app, Partition: part, FencePLog: st})
 	require.NoError(t, err)
-	s := newStorage(t, Options{Storage: st, Owner: own.Owner, EpochCells: mode == plog.ModeFenced})
+	s := newStorage(t, Options{Storage: st, Owner: own.Owner})
 	w, err := plog.NewGroupWriter(plog.WriterOptions{Storage: st, Partition: part, Mode: mode, Versions: own.Owner.Versions()}, own.Owner.Epoch())
 	require.NoError(t, err)
 	return s, w
@@ -53,7 +53,7 @@ func TestAdvanceMovesNumbersAndOffsetsPastTheMargins(t *testing.T) {
 				assert.Equal(t, uint64(10), adv.Events, "the whole PLog replayed")
 				assert.True(t, adv.Written)
 
-				after := newStorage(t, Options{Storage: st, EpochCells: mode == plog.ModeFenced})
+				after := newStorage(t, Options{Storage: st})
 				off, err := after.ReadNextPLogOffset()
 				require.NoError(t, err)
 				assert.Equal(t, isequencer.PLogOffset(5012), off)

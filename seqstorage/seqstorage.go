@@ -92,17 +92,6 @@ type Options struct {
 	// version of its epoch. nil: a Storage that only reads; its writes fail
 	// with ErrNotOwner. Its App and Partition must be App and Partition.
 	Owner *vvmadapter.Owner
-
-	// EpochCells, the fenced mode's, writes the numbers to the owner's epoch
-	// cells (vvmadapter.Owner.PutEpochNumbers), so that a deposed owner's
-	// late write of smaller numbers cannot lower what a later owner reads;
-	// else to the seed cells (the trust modes', the reference layout).
-	// ReadNumbers reads the same way in every mode: per SeqID, the maximum
-	// over the seed cell and every epoch's cell (one Read of the workspace
-	// partition). A partition may change modes between opens (trust to
-	// fenced and back, in any order) without issuing a number twice; two
-	// owners in different modes at the same time are not supported.
-	EpochCells bool
 }
 
 // EnsureDefaults sets zero fields to their defaults.
@@ -131,9 +120,6 @@ func (o *Options) Validate() error {
 	if o.Owner != nil && (o.Owner.App() != o.App || o.Owner.Partition() != o.Partition) {
 		errs = append(errs, fmt.Errorf("%w: Owner of app %d partition %d, for app %d partition %d",
 			ErrInvalidOptions, o.Owner.App(), o.Owner.Partition(), o.App, o.Partition))
-	}
-	if o.EpochCells && o.Owner == nil {
-		errs = append(errs, fmt.Errorf("%w: EpochCells without an Owner", ErrInvalidOptions))
 	}
 	return errors.Join(errs...)
 }
@@ -219,7 +205,8 @@ func (s *Storage) wrap(err error) error {
 
 // ReadNumbers implements isequencer.ISeqStorage with one partition read of
 // the workspace: per SeqID the largest number of any cell, whichever mode
-// wrote it (see Options.EpochCells).
+// wrote it: the seed cell, and the epoch cells fenced owners wrote before
+// version ranges (vvmadapter.GetNumbersMax).
 func (s *Storage) ReadNumbers(ws isequencer.WSID, ids []isequencer.SeqID) ([]isequencer.Number, error) {
 	ctx, cancel := s.call()
 	defer cancel()
@@ -297,8 +284,7 @@ func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 }
 
 // WriteValuesAndNextPLogOffset implements isequencer.ISeqStorage: the
-// values (to the Owner's epoch cells with Options.EpochCells, else to the
-// seed cells), then, only if every one of them was written, the offset (a
+// values (to the seed cells), then, only if every one of them was written, the offset (a
 // plain write in every mode), every write with a version of the Owner's
 // epoch. The timeout bounds the whole call. Without an Owner it writes
 // nothing and returns an error wrapping ErrNotOwner.
@@ -391,12 +377,9 @@ func (s *Storage) writeNumbers(ctx context.Context, batch []isequencer.SeqValue)
 		Err: fmt.Errorf("seqstorage: app %d partition %d: %d of %d workspaces not written (first: %w)", s.o.App, s.o.Partition, nFailed, len(groups), first)}
 }
 
-// putNumbers writes values through the Owner, to the cells of
-// Options.EpochCells.
+// putNumbers writes values through the Owner, to the seed cells, in every
+// mode: its versions order them above every earlier owner's writes.
 func (s *Storage) putNumbers(ctx context.Context, values []isequencer.SeqValue) error {
-	if s.o.EpochCells {
-		return s.o.Owner.PutEpochNumbers(ctx, values)
-	}
 	return s.o.Owner.PutNumbers(ctx, values)
 }
 

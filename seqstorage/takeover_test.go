@@ -54,9 +54,6 @@ func TestOptionsOwnerMustBeThePartitions(t *testing.T) {
 	assert.Contains(t, err.Error(), "Owner of app 7 partition 3, for app 7 partition 4")
 	_, err = New(Options{Storage: st, App: app + 1, Partition: part, Owner: own})
 	require.ErrorIs(t, err, ErrInvalidOptions)
-	_, err = New(Options{Storage: st, App: app, Partition: part, EpochCells: true})
-	require.ErrorIs(t, err, ErrInvalidOptions)
-	assert.Contains(t, err.Error(), "EpochCells without an Owner")
 }
 
 // TestTakeOverFencesThePLog: with FencePLog the new epoch fences the PLog

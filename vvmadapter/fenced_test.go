@@ -32,7 +32,7 @@ func TestGoldenFencedLayouts(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	a := New(st, 0x0A0B0C0D)
-	require.NoError(t, a.putNumbers(ctx, 0x1122334455667788, nil, []isequencer.SeqValue{
+	require.NoError(t, a.putCells(ctx, 0x1122334455667788, []isequencer.SeqValue{
 		{Key: isequencer.NumberKey{WSID: 0x0102030405060708, SeqID: 0x0304}, Value: 0xF1F2F3F4F5F6F7F8},
 	}))
 	e, err := a.NextEpoch(ctx, 0xBEEF)
@@ -50,7 +50,11 @@ func TestGoldenFencedLayouts(t *testing.T) {
 		return got
 	}
 	assert.Equal(t, []kv{{"0304" + "1122334455667788", "f1f2f3f4f5f6f7f8"}}, read("00000003"+"0a0b0c0d"+"0102030405060708"))
-	assert.Equal(t, []kv{{"00000001", "0000000000000001"}}, read("00000002"+"0a0b0c0d"+"beef"))
+	// u64 epoch ‖ u64 top of the versions reserved (VersionRange from 0).
+	assert.Equal(t, []kv{{"00000001", "0000000000000001" + "0000000100000000"}}, read("00000002"+"0a0b0c0d"+"beef"))
+	r, err := DecodeEpochRow(EncodeEpochRow(EpochRow{Epoch: 0x0102, Top: 0x0A0B}), "row")
+	require.NoError(t, err)
+	assert.Equal(t, EpochRow{Epoch: 0x0102, Top: 0x0A0B}, r)
 }
 
 func nv(ws isequencer.WSID, id isequencer.SeqID, n isequencer.Number) isequencer.SeqValue {
@@ -68,11 +72,11 @@ func TestGetNumbersMax(t *testing.T) {
 		assert.Equal(t, []isequencer.Number{0, 0, 0, 0, 7}, dst, "missing numbers are 0; dst past ids untouched")
 
 		// Seed cells (epoch 0), then epochs 1..3 with numbers going up and down.
-		require.NoError(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{nv(1, 1, 10), nv(1, 2, 500)}))
-		require.NoError(t, a.putNumbers(ctx, 1, nil, []isequencer.SeqValue{nv(1, 1, 40), nv(1, 2, 100)}))
-		require.NoError(t, a.putNumbers(ctx, 3, nil, []isequencer.SeqValue{nv(1, 1, 30)}))
-		require.NoError(t, a.putNumbers(ctx, 2, nil, []isequencer.SeqValue{nv(1, 1, 20), nv(1, 9, 1e6), nv(2, 3, 1e6)}))
-		require.NoError(t, a.putNumbers(ctx, 1, nil, nil), "an empty batch is a no-op")
+		require.NoError(t, a.putCells(ctx, 0, []isequencer.SeqValue{nv(1, 1, 10), nv(1, 2, 500)}))
+		require.NoError(t, a.putCells(ctx, 1, []isequencer.SeqValue{nv(1, 1, 40), nv(1, 2, 100)}))
+		require.NoError(t, a.putCells(ctx, 3, []isequencer.SeqValue{nv(1, 1, 30)}))
+		require.NoError(t, a.putCells(ctx, 2, []isequencer.SeqValue{nv(1, 1, 20), nv(1, 9, 1e6), nv(2, 3, 1e6)}))
+		require.NoError(t, a.putCells(ctx, 1, nil), "an empty batch is a no-op")
 
 		st.Reset()
 		require.NoError(t, a.GetNumbersMax(ctx, 1, ids, dst))
@@ -100,10 +104,10 @@ func TestGetWorkspacesNumbersMax(t *testing.T) {
 		st := drivertest.NewCounting(inner)
 		ctx := context.Background()
 		a := New(st, 5)
-		require.NoError(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{nv(1, 1, 10), nv(1, 2, 500), nv(3, 1, 7)}))
-		require.NoError(t, a.putNumbers(ctx, 2, nil, []isequencer.SeqValue{nv(1, 1, 40), nv(1, 9, 1e6), nv(2, 3, 66)}))
-		require.NoError(t, a.putNumbers(ctx, 1, nil, []isequencer.SeqValue{nv(2, 3, 99), nv(3, 1, 5)}))
-		require.NoError(t, New(st, 6).putNumbers(ctx, 0, nil, []isequencer.SeqValue{nv(4, 1, 1e6)}), "another app's workspace 4")
+		require.NoError(t, a.putCells(ctx, 0, []isequencer.SeqValue{nv(1, 1, 10), nv(1, 2, 500), nv(3, 1, 7)}))
+		require.NoError(t, a.putCells(ctx, 2, []isequencer.SeqValue{nv(1, 1, 40), nv(1, 9, 1e6), nv(2, 3, 66)}))
+		require.NoError(t, a.putCells(ctx, 1, []isequencer.SeqValue{nv(2, 3, 99), nv(3, 1, 5)}))
+		require.NoError(t, New(st, 6).putCells(ctx, 0, []isequencer.SeqValue{nv(4, 1, 1e6)}), "another app's workspace 4")
 
 		reads := []WorkspaceNumbers{
 			{WSID: 1, IDs: []isequencer.SeqID{1, 2, 3}, Numbers: []isequencer.Number{7, 7, 7, 7}},
@@ -176,7 +180,7 @@ func TestGetNumbersMaxBadCells(t *testing.T) {
 
 		require.NoError(t, st.Close())
 		require.ErrorIs(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{4}, dst), storage.ErrClosed)
-		require.ErrorIs(t, a.putNumbers(ctx, 1, nil, []isequencer.SeqValue{nv(1, 1, 1)}), storage.ErrClosed)
+		require.ErrorIs(t, a.putCells(ctx, 1, []isequencer.SeqValue{nv(1, 1, 1)}), storage.ErrClosed)
 	})
 }
 
@@ -321,4 +325,20 @@ func TestNextEpochLostRaces(t *testing.T) {
 	st.races = MaxNextEpochTries
 	_, err = New(st, 5).NextEpoch(ctx, 1)
 	require.ErrorIs(t, err, ErrEpochContended)
+}
+
+// putCells writes values unversioned to their cells of epoch: the seed
+// cells (0), or the epoch cells fenced owners wrote before version ranges.
+func (a *Adapter) putCells(ctx context.Context, epoch uint64, values []isequencer.SeqValue) error {
+	if epoch == 0 {
+		return a.putNumbers(ctx, nil, values)
+	}
+	rows := make([]storage.Row, len(values))
+	for i, n := range values {
+		rows[i] = storage.Row{PKey: WSKey(a.app, n.Key.WSID), CCols: WSEpochCCols(n.Key.SeqID, epoch), Value: EncodeU64(uint64(n.Value))}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	return a.st.PutBatch(ctx, rows)
 }

@@ -73,7 +73,7 @@ func (a *Adapter) GetFloors(ctx context.Context, part isequencer.PartitionID) ([
 // the stored ones first).
 func (o *Owner) PutFloors(ctx context.Context, floors []Floor) error {
 	rows := []storage.Row{{PKey: PartKey(o.a.app, o.part), CCols: PartCCols(FloorsCC), Value: EncodeFloors(floors)}}
-	if err := o.versions.Stamp(rows); err != nil {
+	if err := o.versions.Stamp(ctx, rows); err != nil {
 		return err
 	}
 	if err := o.a.st.PutBatch(ctx, rows); err != nil {

@@ -26,17 +26,18 @@ type Owner struct {
 }
 
 // TakeOver makes the caller the owner of partition part: it takes the
-// partition's next epoch (NextEpoch) and returns the Owner of that epoch.
-// Every earlier owner is then deposed: its later writes of numbers and of
-// the offset replace nothing the new owner writes. The errors are
-// NextEpoch's, and an epoch past storage.MaxVersionEpoch (the partition
-// was taken over that often).
+// partition's next epoch and a range of write versions above every
+// earlier owner's (takeEpoch), and returns the Owner of that epoch. Every
+// earlier owner is then deposed: its later writes of numbers and of the
+// offset replace nothing the new owner writes, and it can no longer
+// extend its range. The errors are takeEpoch's.
 func (a *Adapter) TakeOver(ctx context.Context, part isequencer.PartitionID) (*Owner, error) {
-	epoch, err := a.NextEpoch(ctx, part)
+	r, base, err := a.takeEpoch(ctx, part)
 	if err != nil {
 		return nil, err
 	}
-	v, err := storage.NewVersions(epoch)
+	extend := func(ctx context.Context, top uint64) (uint64, error) { return a.extendVersions(ctx, part, r.Epoch, top) }
+	v, err := storage.NewVersions(r.Epoch, base, r.Top, extend)
 	if err != nil {
 		return nil, fmt.Errorf("vvmadapter: taking over partition %d: %w", part, err)
 	}
@@ -64,21 +65,11 @@ func (o *Owner) Versions() *storage.Versions { return o.versions }
 // Adapter returns the Adapter the owner reads through.
 func (o *Owner) Adapter() *Adapter { return o.a }
 
-// PutNumbers writes values to their seed cells (the layout the trust modes
-// and the reference platform use) with one PutBatch.
+// PutNumbers writes values to their seed cells (the reference platform's
+// layout; every mode's) with one PutBatch.
 func (o *Owner) PutNumbers(ctx context.Context, values []isequencer.SeqValue) error {
-	if err := o.a.putNumbers(ctx, 0, o.versions, values); err != nil {
+	if err := o.a.putNumbers(ctx, o.versions, values); err != nil {
 		return fmt.Errorf("vvmadapter: owner of partition %d (epoch %d): writing %d numbers: %w", o.part, o.Epoch(), len(values), err)
-	}
-	return nil
-}
-
-// PutEpochNumbers writes values to the number cells of the owner's epoch
-// (the fenced mode's: a deposed owner's late write can never lower the
-// number a later owner reads, GetNumbersMax) with one PutBatch.
-func (o *Owner) PutEpochNumbers(ctx context.Context, values []isequencer.SeqValue) error {
-	if err := o.a.putNumbers(ctx, o.Epoch(), o.versions, values); err != nil {
-		return fmt.Errorf("vvmadapter: owner of partition %d: writing %d numbers of epoch %d: %w", o.part, len(values), o.Epoch(), err)
 	}
 	return nil
 }

@@ -7,12 +7,15 @@
 // ReadEpoch.
 //
 //	numbers:       pKey = u32 PKeyPrefixSeqStorageWS (3) ‖ u32 ClusterAppID ‖ u64 WSID
-//	  seed cell    cCols = u16 SeqID                  (written by the trust modes)
-//	  epoch cell   cCols = u16 SeqID ‖ u64 epoch      (written by fenced mode, epoch > 0)
+//	  seed cell    cCols = u16 SeqID                  (written in every mode)
+//	  epoch cell   cCols = u16 SeqID ‖ u64 epoch      (written by fenced owners before
+//	                                                   version ranges; read only now)
 //	offset:        pKey = u32 PKeyPrefixSeqStoragePart (2) ‖ u32 ClusterAppID ‖ u16 PartitionID
 //	               cCols = u32 PLogOffsetCC (0)
 //	epoch:         pKey = the offset's pKey, cCols = u32 EpochCC (1)
-//	               value = u64 epoch; it only ever grows (absent = 0)
+//	               value = u64 epoch ‖ u64 top of the versions reserved
+//	               (fenced.go; an 8-byte value is the epoch alone, written
+//	               before version ranges); both only grow (absent = 0)
 //	floors:        pKey = the offset's pKey, cCols = u32 FloorsCC (2)
 //	               value = n × (u16 SeqID ‖ u64 floor), ascending SeqIDs
 //	               (floors.go; written by `cqlseq advance` only)
@@ -22,28 +25,22 @@
 //	values:        big-endian u64
 //
 // A workspace's number of a sequence is the maximum over its seed cell and
-// all its epoch cells, in every mode (GetNumbersMax). So the mode of a
-// partition may change between opens, in any order, without a number
-// being issued twice: a trust-mode owner after a fenced one sees the epoch
-// cells, a fenced owner after a trust-mode one sees the seed cell.
+// any epoch cells (GetNumbersMax), so the epoch cells that fenced owners
+// wrote before version ranges keep counting; no owner writes new ones.
 //
 // Ownership: every writer of a partition's numbers or next PLog offset is
 // an owner of that partition. The only way to write them is an Owner, which
-// Adapter.TakeOver returns after taking a new epoch with NextEpoch (a
-// compare-and-swap); every write of an Owner carries a version of its
-// epoch (storage.Versions): of two owners' writes of one cell the later
-// owner's stays, whatever their order of arrival and whatever the two
-// machines' clocks say, and an owner's later writes replace its earlier
-// ones.
+// Adapter.TakeOver returns after taking a new epoch and a range of write
+// versions above every earlier owner's (a compare-and-swap of the epoch
+// row); every write of an Owner carries one of its versions
+// (storage.Versions): of two owners' writes of one cell the later owner's
+// stays, whatever their order of arrival and whatever the two machines'
+// clocks say, and an owner's later writes replace its earlier ones. So a
+// deposed owner's late write never lowers the number a later owner reads,
+// in any mode, and the mode of a partition may change between opens.
 //
-// Fencing: this package holds the ownership epoch and the per-epoch number
-// cells.
-// Each fenced owner writes only its own epoch's cells, so a deposed
-// owner's late write can never lower the number a later owner reads (a
-// blind write to the seed cell could). Epoch cells are never deleted: the
-// partition grows by one cell per SeqID per epoch that wrote the
-// workspace. The PLog's fences are plog's; the takeover that runs both is
-// apppart's.
+// Fencing: this package holds the ownership epoch; the PLog's fences are
+// plog's; the takeover that runs both is apppart's.
 //
 // All integers are big-endian. One workspace's numbers are one partition,
 // so reading all SeqIDs of a workspace is one partition read.
@@ -111,31 +108,27 @@ func DecodeU64(b []byte, what string) (uint64, error) {
 // over (TakeOver, NextEpoch) and claims its layout. It writes no number and
 // no next PLog offset: only an Owner, which TakeOver returns, does.
 type Adapter struct {
-	st  storage.Storage
-	app isequencer.ClusterAppID
+	st           storage.Storage
+	app          isequencer.ClusterAppID
+	versionRange uint64 // VersionRange; smaller in this package's tests
 }
 
 // New returns an Adapter over st for app.
 func New(st storage.Storage, app isequencer.ClusterAppID) *Adapter {
-	return &Adapter{st: st, app: app}
+	return &Adapter{st: st, app: app, versionRange: VersionRange}
 }
 
-// putNumbers writes values to their number cells of epoch (0: the seed
-// cells) with one PutBatch stamped with one version of v (nil:
-// unversioned, for this package's tests only).
-func (a *Adapter) putNumbers(ctx context.Context, epoch uint64, v *storage.Versions, values []isequencer.SeqValue) error {
+// putNumbers writes values to their seed cells with one PutBatch stamped
+// with one version of v (nil: unversioned, for this package's tests only).
+func (a *Adapter) putNumbers(ctx context.Context, v *storage.Versions, values []isequencer.SeqValue) error {
 	if len(values) == 0 {
 		return nil
 	}
 	rows := make([]storage.Row, len(values))
 	for i, n := range values {
-		cc := SeqCCols(n.Key.SeqID)
-		if epoch > 0 {
-			cc = WSEpochCCols(n.Key.SeqID, epoch)
-		}
-		rows[i] = storage.Row{PKey: WSKey(a.app, n.Key.WSID), CCols: cc, Value: EncodeU64(uint64(n.Value))}
+		rows[i] = storage.Row{PKey: WSKey(a.app, n.Key.WSID), CCols: SeqCCols(n.Key.SeqID), Value: EncodeU64(uint64(n.Value))}
 	}
-	if err := v.Stamp(rows); err != nil {
+	if err := v.Stamp(ctx, rows); err != nil {
 		return err
 	}
 	return a.st.PutBatch(ctx, rows)
@@ -145,7 +138,7 @@ func (a *Adapter) putNumbers(ctx context.Context, epoch uint64, v *storage.Versi
 // version of v (nil: unversioned, for this package's tests only).
 func (a *Adapter) putPLogOffset(ctx context.Context, v *storage.Versions, part isequencer.PartitionID, off isequencer.PLogOffset) error {
 	rows := []storage.Row{{PKey: PartKey(a.app, part), CCols: PartCCols(PLogOffsetCC), Value: EncodeU64(uint64(off))}}
-	if err := v.Stamp(rows); err != nil {
+	if err := v.Stamp(ctx, rows); err != nil {
 		return err
 	}
 	return a.st.PutBatch(ctx, rows)

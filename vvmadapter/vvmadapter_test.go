@@ -46,7 +46,7 @@ func TestAdapterRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 
-	require.NoError(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{
+	require.NoError(t, a.putCells(ctx, 0, []isequencer.SeqValue{
 		{Key: isequencer.NumberKey{WSID: 1, SeqID: 2}, Value: 200},
 		{Key: isequencer.NumberKey{WSID: 2, SeqID: 2}, Value: 300},
 	}))
@@ -77,7 +77,7 @@ func TestStoredRows(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	a := New(st, 0x0A0B0C0D)
-	require.NoError(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{
+	require.NoError(t, a.putCells(ctx, 0, []isequencer.SeqValue{
 		{Key: isequencer.NumberKey{WSID: 0x0102030405060708, SeqID: 0x0304}, Value: 0xF1F2F3F4F5F6F7F8},
 	}))
 	require.NoError(t, a.putPLogOffset(ctx, nil, 0xBEEF, 0x1122))
@@ -115,7 +115,7 @@ func TestBadInput(t *testing.T) {
 	_, _, err = a.GetPLogOffset(ctx, 3)
 	require.ErrorIs(t, err, storage.ErrClosed)
 	require.ErrorIs(t, a.putPLogOffset(ctx, nil, 3, 1), storage.ErrClosed)
-	require.ErrorIs(t, a.putNumbers(ctx, 0, nil, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 1, SeqID: 1}, Value: 1}}), storage.ErrClosed)
+	require.ErrorIs(t, a.putCells(ctx, 0, []isequencer.SeqValue{{Key: isequencer.NumberKey{WSID: 1, SeqID: 1}, Value: 1}}), storage.ErrClosed)
 	require.ErrorIs(t, a.GetNumbersMax(ctx, 1, []isequencer.SeqID{1}, make([]isequencer.Number, 1)), storage.ErrClosed)
 }
 

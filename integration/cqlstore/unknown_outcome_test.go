@@ -161,7 +161,7 @@ func TestAPaxosCommitNeverReplacesAVersionedWrite(t *testing.T) {
 		version uint64
 		want    string
 	}{
-		{"versioned", 1<<storage.VersionCounterBits | 1, "acknowledged"},
+		{"versioned", 1<<42 | 1, "acknowledged"},
 		{"unversioned", 0, "resurrected"},
 	} {
 		c := []byte(tc.name)

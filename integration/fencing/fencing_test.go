@@ -106,7 +106,7 @@ func TestLateNumbersCannotLower(t *testing.T) {
 	newStorage := func(st *cql.Store) *seqstorage.Storage {
 		own, err := seqstorage.TakeOver(context.Background(), seqstorage.TakeOverOptions{Storage: st, App: plogtest.App, Partition: p})
 		require.NoError(t, err)
-		s, err := seqstorage.New(seqstorage.Options{Storage: st, App: plogtest.App, Partition: p, Owner: own.Owner, EpochCells: true})
+		s, err := seqstorage.New(seqstorage.Options{Storage: st, App: plogtest.App, Partition: p, Owner: own.Owner})
 		require.NoError(t, err)
 		return s
 	}
