@@ -36,7 +36,9 @@ func (a *Adapter) TakeOver(ctx context.Context, part isequencer.PartitionID) (*O
 	if err != nil {
 		return nil, err
 	}
-	extend := func(ctx context.Context, top uint64) (uint64, error) { return a.extendVersions(ctx, part, r.Epoch, top) }
+	extend := func(ctx context.Context, top uint64) (uint64, error) {
+		return a.extendVersions(ctx, part, r.Epoch, top)
+	}
 	v, err := storage.NewVersions(r.Epoch, base, r.Top, extend)
 	if err != nil {
 		return nil, fmt.Errorf("vvmadapter: taking over partition %d: %w", part, err)

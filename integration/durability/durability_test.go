@@ -39,7 +39,7 @@ const (
 	// acknowledgements) before the kill: more than a sync period and its
 	// margin, so that the partition's takeover has been synced and a lost
 	// command's age can be told from the run's length.
-	beforeKill = 25 * time.Second
+	beforeKill = 16 * time.Second
 	// down is how long the node stays down after the kill.
 	down = 2 * time.Second
 )

@@ -27,7 +27,7 @@ import (
 	"github.com/cqlseq/cqlseq/testenv/leakcheck"
 )
 
-func TestMain(m *testing.M) { os.Exit(itest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(itest.MainLocal(m)) }
 
 // nodeDirs are the directories of a node's state that a cold copy takes.
 var nodeDirs = []string{"data", "commitlog", "hints", "saved_caches"}
