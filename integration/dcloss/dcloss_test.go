@@ -3,8 +3,6 @@ package dcloss
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
@@ -165,43 +162,43 @@ func localDCServesAlone(t *testing.T, d *twoDCs) {
 func localQuorumLoses(t *testing.T, d *twoDCs) {
 	st1 := d.open(t, dc1, 0, 0)
 	p1 := appparttest.Open(t, appparttest.Options(st1, part, plog.ModeFenced))
-	w1 := runWorker("dc1", p1)
-	defer w1.stop()
-	w1.waitAcks(t, 20, time.Minute, "20 commands acknowledged with both data centres up")
+	w1 := itest.RunWorker("dc1", p1, part)
+	defer w1.Stop()
+	w1.WaitAcks(t, 20, time.Minute, "20 commands acknowledged with both data centres up")
 
 	// Until dc1 holds dc2 down, it sends dc2 its writes, which a paused
 	// node's kernel still takes into its socket buffers, to be applied on
 	// the resume; afterwards it keeps them as hints, lost with dc1.
 	paused := d.pause(t, node2)
 	heldDown := d.waitHeldDown(t, node1, 2*time.Minute)
-	before := w1.acked()
-	w1.waitAcks(t, 50, 2*time.Minute, "50 commands acknowledged in dc1 alone")
-	w1.stop()
+	before := w1.Acked()
+	w1.WaitAcks(t, 50, 2*time.Minute, "50 commands acknowledged in dc1 alone")
+	w1.Stop()
 	require.NoError(t, p1.Close())
-	calls1, acked1 := w1.snapshot()
+	calls1, acked1 := w1.Snapshot()
 	afterHeldDown := len(acked1) - before
 
 	lost := d.lose(t, node1)
 	d.resume(t, node2)
 	st2 := d.open(t, dc2, 0, 0)
 	p2 := appparttest.Open(t, appparttest.Options(st2, part, plog.ModeFenced))
-	w2 := runWorker("dc2", p2)
-	defer w2.stop()
-	w2.waitAcks(t, 50, 2*time.Minute, "50 commands acknowledged in dc2 after dc1's loss")
-	w2.stop()
+	w2 := itest.RunWorker("dc2", p2, part)
+	defer w2.Stop()
+	w2.WaitAcks(t, 50, 2*time.Minute, "50 commands acknowledged in dc2 after dc1's loss")
+	w2.Stop()
 	require.NoError(t, p2.Close())
-	_, acked2 := w2.snapshot()
-	takeover := w2.firstAck().Sub(lost)
+	_, acked2 := w2.Snapshot()
+	takeover := w2.FirstAckAfter(time.Time{}).Sub(lost)
 
 	r := checkAcks(t, st2, append(acked1, acked2...))
 	lost1, lost2 := checkAcks(t, st2, acked1).Count(plogcheck.Lost), checkAcks(t, st2, acked2).Count(plogcheck.Lost)
 	t.Logf("LOCAL_QUORUM/LOCAL_SERIAL: dc1 acknowledged %d commands, %d of them with dc2 paused, %d after dc1 held dc2 down (%.1f s after the pause; %.1f s of acknowledgements); calls %v; dc2 acknowledged %d, the first %.1f s after dc1's loss",
-		len(acked1), len(acked1)-w1.ackedBefore(paused), afterHeldDown, heldDown.Sub(paused).Seconds(), lost.Sub(heldDown).Seconds(),
-		errorClasses(calls1), len(acked2), takeover.Seconds())
+		len(acked1), len(acked1)-w1.AckedBefore(paused), afterHeldDown, heldDown.Sub(paused).Seconds(), lost.Sub(heldDown).Seconds(),
+		itest.ErrorClasses(calls1), len(acked2), takeover.Seconds())
 	t.Logf("after the loss of dc1: %d acknowledged commands lost (%d of dc1's, %d of dc2's), %d acknowledged twice (an offset or a number handed out again), findings %v",
 		r.Count(plogcheck.Lost), lost1, lost2, r.Count(plogcheck.Duplicate), r.ByKind)
 	require.Positive(t, lost1, "dc1 acknowledged commands at LOCAL_QUORUM that dc2 does not hold: the documented hazard")
-	require.LessOrEqual(t, lost1, uint64(len(acked1)-w1.ackedBefore(paused)), "only commands dc1 acknowledged while dc2 was paused may be lost")
+	require.LessOrEqual(t, lost1, uint64(len(acked1)-w1.AckedBefore(paused)), "only commands dc1 acknowledged while dc2 was paused may be lost")
 }
 
 // waitHeldDown waits, up to limit, until node holds its peer down: a read
@@ -245,9 +242,9 @@ func TestEachQuorumKeepsAcknowledgedWrites(t *testing.T) {
 
 	st1 := d.open(t, dc1, gocql.EachQuorum, gocql.Serial)
 	p1 := appparttest.Open(t, appparttest.Options(st1, part, plog.ModeFenced))
-	w1 := runWorker("dc1", p1)
-	defer w1.stop()
-	w1.waitAcks(t, 20, time.Minute, "20 commands acknowledged with both data centres up")
+	w1 := itest.RunWorker("dc1", p1, part)
+	defer w1.Stop()
+	w1.WaitAcks(t, 20, time.Minute, "20 commands acknowledged with both data centres up")
 
 	// A paused process answers nothing: no command begun after the pause
 	// can be acknowledged before the resume.
@@ -255,22 +252,22 @@ func TestEachQuorumKeepsAcknowledgedWrites(t *testing.T) {
 	paused := d.pause(t, node2)
 	time.Sleep(pauseFor)
 	resumed := d.resume(t, node2)
-	w1.waitAcks(t, 20, 3*time.Minute, "20 commands acknowledged after dc2's resume")
-	w1.stop()
+	w1.WaitAcks(t, 20, 3*time.Minute, "20 commands acknowledged after dc2's resume")
+	w1.Stop()
 	require.NoError(t, p1.Close())
-	calls1, acked1 := w1.snapshot()
-	var inPause []call
+	calls1, acked1 := w1.Snapshot()
+	var inPause []itest.Call
 	ackedInPause := 0
 	for _, c := range calls1 {
-		if c.began.After(paused) && c.ended.Before(resumed) {
+		if c.Began.After(paused) && c.Ended.Before(resumed) {
 			inPause = append(inPause, c)
-			if c.err == nil {
+			if c.Err == nil {
 				ackedInPause++
 			}
 		}
 	}
 	t.Logf("EACH_QUORUM/SERIAL with dc2 paused %v: calls %v; first acknowledgement after the resume %.1f s after it",
-		pauseFor, errorClasses(inPause), w1.firstAckAfter(resumed).Sub(resumed).Seconds())
+		pauseFor, itest.ErrorClasses(inPause), w1.FirstAckAfter(resumed).Sub(resumed).Seconds())
 	if ackedInPause > 0 { // not fatal: the losses below are checked all the same
 		t.Errorf("%d commands begun after dc2's only node was paused were acknowledged before its resume", ackedInPause)
 	}
@@ -280,16 +277,16 @@ func TestEachQuorumKeepsAcknowledgedWrites(t *testing.T) {
 	st2 := d.open(t, dc2, gocql.LocalQuorum, gocql.LocalSerial)
 	p2 := appparttest.Open(t, appparttest.Options(st2, part, plog.ModeFenced))
 	require.Greater(t, p2.Epoch(), p1.Epoch())
-	w2 := runWorker("dc2", p2)
-	defer w2.stop()
-	w2.waitAcks(t, 50, 2*time.Minute, "50 commands acknowledged in dc2 after dc1's loss")
-	w2.stop()
+	w2 := itest.RunWorker("dc2", p2, part)
+	defer w2.Stop()
+	w2.WaitAcks(t, 50, 2*time.Minute, "50 commands acknowledged in dc2 after dc1's loss")
+	w2.Stop()
 	require.NoError(t, p2.Close())
-	_, acked2 := w2.snapshot()
+	_, acked2 := w2.Snapshot()
 
 	r := checkAcks(t, st2, append(acked1, acked2...))
 	t.Logf("EACH_QUORUM/SERIAL: dc1 acknowledged %d commands (calls %v); dc2 (LOCAL_QUORUM/LOCAL_SERIAL after the loss) acknowledged %d, the first %.1f s after dc1's loss",
-		len(acked1), errorClasses(calls1), len(acked2), w2.firstAck().Sub(lost).Seconds())
+		len(acked1), itest.ErrorClasses(calls1), len(acked2), w2.FirstAckAfter(time.Time{}).Sub(lost).Seconds())
 	t.Logf("after the loss of dc1: %d acknowledged commands lost, %d acknowledged twice, findings %v",
 		r.Count(plogcheck.Lost), r.Count(plogcheck.Duplicate), r.ByKind)
 	for _, f := range r.Listed {
@@ -334,167 +331,4 @@ func checkPLog(t *testing.T, st storage.Storage) *plogcheck.PartitionReport {
 	r, err := plogcheck.Partition(ctx, rd, part, plogcheck.PartitionOptions{})
 	require.NoError(t, err)
 	return r
-}
-
-// call is one Do: when it began and ended, and its error.
-type call struct {
-	began, ended time.Time
-	err          error
-}
-
-// worker runs commands on one partition in a loop until stopped, and
-// records every call and every acknowledged command.
-type worker struct {
-	name   string
-	p      *apppart.Partition
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     struct {
-		sync.Mutex
-		seq   int
-		calls []call
-		acked []appparttest.Acked
-		ackAt []time.Time
-	}
-}
-
-// pause is the worker's pace after a failed call: it keeps the loop from
-// spinning while the partition is busy or the storage down.
-const pause = 20 * time.Millisecond
-
-func runWorker(name string, p *apppart.Partition) *worker {
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{name: name, p: p, cancel: cancel, done: make(chan struct{})}
-	go w.run(ctx)
-	return w
-}
-
-func (w *worker) run(ctx context.Context) {
-	defer close(w.done)
-	for ctx.Err() == nil {
-		w.mu.Lock()
-		w.mu.seq++
-		i := w.mu.seq
-		w.mu.Unlock()
-		cmd := appparttest.Cmd(appparttest.WS(part, 1+i%7))
-		payload := fmt.Sprintf("%s-%d", w.name, i)
-		cmd.Payload = []byte(payload)
-		began := time.Now()
-		r, err := w.p.Do(ctx, cmd)
-		c := call{began: began, ended: time.Now(), err: err}
-		w.mu.Lock()
-		w.mu.calls = append(w.mu.calls, c)
-		if err == nil {
-			w.mu.acked = append(w.mu.acked, appparttest.Acked{Owner: w.name, Cmd: cmd, Result: r, Payload: payload})
-			w.mu.ackAt = append(w.mu.ackAt, c.ended)
-		}
-		w.mu.Unlock()
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(pause):
-			}
-		}
-	}
-}
-
-// stop cancels the loop and waits for it.
-func (w *worker) stop() {
-	w.cancel()
-	<-w.done
-}
-
-// acked returns how many commands w has acknowledged.
-func (w *worker) acked() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.mu.acked)
-}
-
-// ackedBefore returns how many of w's commands were acknowledged before t.
-func (w *worker) ackedBefore(t time.Time) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := 0
-	for _, at := range w.mu.ackAt {
-		if at.Before(t) {
-			n++
-		}
-	}
-	return n
-}
-
-// firstAck returns when w's first command was acknowledged (zero: none).
-func (w *worker) firstAck() time.Time { return w.firstAckAfter(time.Time{}) }
-
-// firstAckAfter returns when w's first command acknowledged after since
-// ended (zero: none).
-func (w *worker) firstAckAfter(since time.Time) time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, at := range w.mu.ackAt {
-		if at.After(since) {
-			return at
-		}
-	}
-	return time.Time{}
-}
-
-// snapshot returns copies of the calls and acknowledgements so far.
-func (w *worker) snapshot() ([]call, []appparttest.Acked) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]call(nil), w.mu.calls...), append([]appparttest.Acked(nil), w.mu.acked...)
-}
-
-// waitAcks fails the test unless w acknowledges n more commands within
-// limit, checking every 100 ms; the failure names the classes of w's calls
-// since the wait began and the last error.
-func (w *worker) waitAcks(t *testing.T, n int, limit time.Duration, what string) {
-	t.Helper()
-	since := time.Now()
-	want := w.acked() + n
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(limit)
-	for w.acked() < want {
-		select {
-		case <-tick.C:
-		case <-timeout:
-			calls, _ := w.snapshot()
-			var recent []call
-			var last error
-			for _, c := range calls {
-				if c.began.After(since) {
-					recent = append(recent, c)
-					if c.err != nil {
-						last = c.err
-					}
-				}
-			}
-			t.Fatalf("no %s within %v: calls %v, last error: %v", what, limit, errorClasses(recent), last)
-		}
-	}
-}
-
-// errorClasses counts calls by the apppart error they wrap.
-func errorClasses(calls []call) map[string]int {
-	m := map[string]int{}
-	for _, c := range calls {
-		switch {
-		case c.err == nil:
-			m["ok"]++
-		case errors.Is(c.err, context.Canceled):
-			m["cancelled"]++
-		case errors.Is(c.err, apppart.ErrBusy):
-			m["busy"]++
-		case errors.Is(c.err, apppart.ErrStopped):
-			m["stopped"]++
-		case errors.Is(c.err, apppart.ErrWrite):
-			m["write"]++
-		default:
-			m["other"]++
-		}
-	}
-	return m
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
-	"github.com/cqlseq/cqlseq/schema"
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
@@ -46,34 +45,11 @@ func startNode(t *testing.T, o cassandra.Options) *node {
 	t.Helper()
 	o.StartTimeout = 3 * time.Minute
 	inst := itest.StartNode(t, o, 5*time.Minute)
-	n := &node{inst: inst, opts: o, keyspace: applySchema(t, inst)}
+	n := &node{inst: inst, opts: o, keyspace: itest.PrivateKeyspace(t, inst, "cqlseq_du_")}
 	if !o.CrashSafe {
 		n.stopAndStart(t)
 	}
 	return n
-}
-
-// applySchema creates a keyspace with cqlseq's schema on inst and returns
-// its name.
-func applySchema(t *testing.T, inst *cassandra.Instance) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	s, err := cql.Connect(ctx, cql.Options{
-		Hosts: []string{inst.Host}, DisableInitialHostLookup: true,
-		Timeout: 30 * time.Second, ConnectTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatalf("connecting to the private Cassandra: %v", err)
-	}
-	defer s.Close()
-	ks := itest.UniqueName("cqlseq_du_")
-	if _, err := schema.Apply(ctx, s, schema.Options{
-		Keyspace: ks, Replication: schema.DefaultReplication, Engine: schema.EngineCassandra, CreateKeyspace: true,
-	}); err != nil {
-		t.Fatalf("schema on the private Cassandra: %v", err)
-	}
-	return ks
 }
 
 // stopAndStart stops the node with SIGTERM, waits until its process has
@@ -127,18 +103,7 @@ func (n *node) crash(t *testing.T, down time.Duration, onCrash func()) (killing,
 // closed at cleanup at the latest; Close may be called before.
 func (n *node) open(t testing.TB) *cql.Store {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := cql.Open(ctx, cql.Options{
-		Hosts:                    []string{n.inst.Host},
-		Keyspace:                 n.keyspace,
-		DisableInitialHostLookup: true,
-		Timeout:                  5 * time.Second,
-		Logger:                   appparttest.Quiet(),
-	})
-	if err != nil {
-		t.Fatalf("cql.Open: %v", err)
-	}
+	st := itest.OpenPrivate(t, n.inst, n.keyspace, 5*time.Second)
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/apppart/appparttest"
 	"github.com/cqlseq/cqlseq/elections"
+	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/testenv/leakcheck"
@@ -115,9 +116,9 @@ func leaseLost(t *testing.T, n *node) {
 		return l1.Deadline()
 	}
 	p1 := appparttest.Open(t, o1)
-	w1 := runWorker("owner1", p1, part)
-	defer w1.stop()
-	wait(t, w1.acks(50), 30*time.Second, "50 acknowledged commands of owner 1")
+	w1 := itest.RunWorker("owner1", p1, part)
+	defer w1.Stop()
+	w1.WaitAcks(t, 50, 30*time.Second, "50 acknowledged commands of owner 1")
 
 	crashed := n.restart(t, down)
 	back := time.Now()
@@ -149,28 +150,28 @@ func leaseLost(t *testing.T, n *node) {
 	o2.LeaseDeadline = l2.Deadline
 	p2 := appparttest.Open(t, o2)
 	require.Greater(t, p2.Epoch(), p1.Epoch())
-	w2 := runWorker("owner2", p2, part)
-	defer w2.stop()
-	wait(t, w2.acks(50), 30*time.Second, "50 acknowledged commands of owner 2")
-	w1.stop()
+	w2 := itest.RunWorker("owner2", p2, part)
+	defer w2.Stop()
+	w2.WaitAcks(t, 50, 30*time.Second, "50 acknowledged commands of owner 2")
+	w1.Stop()
 
-	calls1, acked1 := w1.snapshot()
+	calls1, acked1 := w1.Snapshot()
 	late := 0
-	var afterCrash []call
+	var afterCrash []itest.Call
 	for _, c := range calls1 {
-		if c.err == nil {
-			require.True(t, c.ended.Before(deadline), "owner 1 acknowledged a command %v after its lease deadline", c.ended.Sub(deadline))
+		if c.Err == nil {
+			require.True(t, c.Ended.Before(deadline), "owner 1 acknowledged a command %v after its lease deadline", c.Ended.Sub(deadline))
 		}
-		if !c.began.Before(deadline) {
+		if !c.Began.Before(deadline) {
 			late++
-			require.ErrorIs(t, c.err, apppart.ErrNotLeader, "owner 1's command begun %v after its lease deadline", c.began.Sub(deadline))
+			require.ErrorIs(t, c.Err, apppart.ErrNotLeader, "owner 1's command begun %v after its lease deadline", c.Began.Sub(deadline))
 		}
-		if c.ended.After(crashed) {
+		if c.Ended.After(crashed) {
 			afterCrash = append(afterCrash, c)
 		}
 	}
 	require.Positive(t, late, "owner 1 kept trying after its deadline")
-	t.Logf("owner 1: %d commands acknowledged; calls after the crash: %v", len(acked1), errorClasses(afterCrash))
+	t.Logf("owner 1: %d commands acknowledged; calls after the crash: %v", len(acked1), itest.ErrorClasses(afterCrash))
 
 	// Owner 1 ignores its lease: its partition may first be busy (its
 	// session reconnects, its sequencer replays), but no write of its
@@ -187,16 +188,16 @@ func leaseLost(t *testing.T, n *node) {
 			break
 		}
 		require.True(t, time.Now().Before(end), "owner 1's partition neither wrote nor was fenced within 30 s: %v", err)
-		time.Sleep(pause)
+		time.Sleep(20 * time.Millisecond)
 	}
 	require.True(t, errors.Is(lieErr, plog.ErrFenced) || errors.Is(lieErr, apppart.ErrStopped), "owner 1 refused as fenced: %v", lieErr)
 	_, err = p1.Do(context.Background(), appparttest.Cmd(appparttest.WS(part, 2)))
 	require.ErrorIs(t, err, apppart.ErrStopped, "owner 1 stays stopped")
 	t.Logf("owner 1 ignoring its lease: %v", lieErr)
 
-	wait(t, w2.acks(10), 30*time.Second, "owner 2 continuing after owner 1's refused write")
-	w2.stop()
-	_, acked2 := w2.snapshot()
+	w2.WaitAcks(t, 10, 30*time.Second, "owner 2 continuing after owner 1's refused write")
+	w2.Stop()
+	_, acked2 := w2.Snapshot()
 	require.NoError(t, p1.Close())
 	require.NoError(t, p2.Close())
 	events := appparttest.VerifyPLog(t, st2, part, append(acked1, acked2...))
@@ -226,9 +227,9 @@ func leaseSurvives(t *testing.T, n *node) {
 	o := appparttest.Options(st, part, plog.ModeFenced)
 	o.LeaseDeadline = l.Deadline
 	p := appparttest.Open(t, o)
-	w := runWorker("owner", p, part)
-	defer w.stop()
-	wait(t, w.acks(30), 30*time.Second, "30 acknowledged commands")
+	w := itest.RunWorker("owner", p, part)
+	defer w.Stop()
+	w.WaitAcks(t, 30, 30*time.Second, "30 acknowledged commands")
 
 	// Crash right after a renewal: the lease's whole validity is left.
 	nextEvent(t, events, elections.EventRenewed, time.Now(), 2*l.Timing().RenewEvery)
@@ -241,7 +242,7 @@ func leaseSurvives(t *testing.T, n *node) {
 
 	// The driver reconnects to a host it saw go down on its own schedule:
 	// seconds on a quiet machine, tens of seconds on a busy one.
-	w.waitAcks(t, 30, 90*time.Second, "30 commands acknowledged after the restart")
+	w.WaitAcks(t, 30, 90*time.Second, "30 commands acknowledged after the restart")
 	resumed := time.Now()
 	renewed := nextEvent(t, events, elections.EventRenewed, back, 2*l.Timing().RenewEvery)
 	require.NoError(t, l.Ctx.Err(), "the leadership carries on")
@@ -249,15 +250,15 @@ func leaseSurvives(t *testing.T, n *node) {
 	t.Logf("commands resumed %.1f s after the node was back; first renewal after it %.1f s after; lease kept (epoch %d)",
 		resumed.Sub(back).Seconds(), renewed.at.Sub(back).Seconds(), l.Epoch)
 
-	w.stop()
-	calls, acked := w.snapshot()
-	var afterCrash []call
+	w.Stop()
+	calls, acked := w.Snapshot()
+	var afterCrash []itest.Call
 	for _, c := range calls {
-		if c.ended.After(crashed) {
+		if c.Ended.After(crashed) {
 			afterCrash = append(afterCrash, c)
 		}
 	}
-	t.Logf("calls after the crash: %v", errorClasses(afterCrash))
+	t.Logf("calls after the crash: %v", itest.ErrorClasses(afterCrash))
 	require.NoError(t, p.Close())
 	total := appparttest.VerifyPLog(t, st, part, acked)
 	t.Logf("PLog: %d events, %d acknowledged", total, len(acked))

@@ -20,7 +20,6 @@ import (
 	"github.com/cqlseq/cqlseq/integration/itest"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
-	"github.com/cqlseq/cqlseq/schema"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
@@ -68,24 +67,7 @@ func startNode(t *testing.T) *node {
 	t.Helper()
 	o := cassandra.Options{CrashSafe: true, StartTimeout: 2 * time.Minute}
 	inst := itest.StartNode(t, o, 5*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	s, err := cql.Connect(ctx, cql.Options{
-		Hosts: []string{inst.Host}, DisableInitialHostLookup: true,
-		Timeout: 30 * time.Second, ConnectTimeout: 10 * time.Second,
-	})
-	if err != nil {
-		t.Fatalf("connecting to the private Cassandra: %v", err)
-	}
-	defer s.Close()
-	ks := itest.UniqueName("cqlseq_restore_")
-	if _, err := schema.Apply(ctx, s, schema.Options{
-		// One node: replication factor 1 whatever CQLSEQ_CQL_RF says.
-		Keyspace: ks, Replication: schema.DefaultReplication, Engine: schema.EngineCassandra, CreateKeyspace: true,
-	}); err != nil {
-		t.Fatalf("schema on the private Cassandra: %v", err)
-	}
-	n := &node{inst: inst, opts: o, keyspace: ks}
+	n := &node{inst: inst, opts: o, keyspace: itest.PrivateKeyspace(t, inst, "cqlseq_restore_")}
 	n.open(t)
 	t.Cleanup(func() { _ = n.st.Close() })
 	return n
@@ -97,16 +79,7 @@ func (n *node) open(t testing.TB) {
 	if n.st != nil {
 		_ = n.st.Close()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	st, err := cql.Open(ctx, cql.Options{
-		Hosts: []string{n.inst.Host}, Keyspace: n.keyspace, DisableInitialHostLookup: true,
-		Timeout: 10 * time.Second, Logger: appparttest.Quiet(),
-	})
-	if err != nil {
-		t.Fatalf("cql.Open: %v", err)
-	}
-	n.st = st
+	n.st = itest.OpenPrivate(t, n.inst, n.keyspace, 10*time.Second)
 }
 
 // coldCopy stops the node (SIGKILL to its process group: a crash-safe

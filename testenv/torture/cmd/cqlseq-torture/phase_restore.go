@@ -73,18 +73,9 @@ func (s *restoreStats) problems() []string {
 // restore runs the procedure on one (store, mode) and judges it.
 func (t *tort) restore(ctx context.Context, store, mode string) error {
 	tag := "restore_" + store + "_" + mode
-	var g toolsTarget
-	if store == storeCQL {
-		ks, err := t.keyspace(ctx, tag)
-		if err != nil {
-			return err
-		}
-		g.ks = ks
-	} else {
-		g.file = filepath.Join(t.c.dir, tag+".db")
-		if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
+	g, err := t.freshTarget(ctx, store, tag)
+	if err != nil {
+		return err
 	}
 	st, ts := &restoreStats{}, &toolsStats{}
 	r := row{phase: fmt.Sprintf("restore %s (%s)", store, mode), failed: "n/a (killed)"}

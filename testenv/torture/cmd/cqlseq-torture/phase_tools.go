@@ -162,6 +162,20 @@ func (g toolsTarget) storeArgs(t *tort) []string {
 	return []string{"--store", storeCQL, "--hosts", t.c.hosts, "--keyspace", g.ks, "--timeout", t.c.timeout.String()}
 }
 
+// freshTarget returns an empty store of kind store named for tag: a new
+// keyspace, or a bbolt file in the campaign's directory (removed if left).
+func (t *tort) freshTarget(ctx context.Context, store, tag string) (toolsTarget, error) {
+	if store == storeCQL {
+		ks, err := t.keyspace(ctx, tag)
+		return toolsTarget{ks: ks}, err
+	}
+	g := toolsTarget{file: filepath.Join(t.c.dir, tag+".db")}
+	if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return g, err
+	}
+	return g, nil
+}
+
 // startOwner starts a bench on g. On CQL it is the campaign's bench
 // (-bench-args included); on bbolt the same load on the file (-bench-args,
 // CQL flags, left out).
@@ -193,18 +207,9 @@ func (t *tort) startToolsOwner(g toolsTarget, mode, ackLog, tag string, extra ..
 // tools runs the rounds of one (store, mode) and verifies them.
 func (t *tort) tools(ctx context.Context, store, mode string) error {
 	tag := "tools_" + store + "_" + mode
-	var g toolsTarget
-	if store == storeCQL {
-		ks, err := t.keyspace(ctx, tag)
-		if err != nil {
-			return err
-		}
-		g.ks = ks
-	} else {
-		g.file = filepath.Join(t.c.dir, tag+".db")
-		if err := os.Remove(g.file); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
+	g, err := t.freshTarget(ctx, store, tag)
+	if err != nil {
+		return err
 	}
 	st := &toolsStats{}
 	r := row{phase: fmt.Sprintf("tools %s (%s)", store, mode), failed: "n/a (killed)", tools: st}
