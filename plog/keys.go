@@ -36,7 +36,7 @@
 // write to, so that the deposed owner's later groups are refused
 // (ErrFenced). Safety does not depend on timing. This package holds the
 // PLog's part of fencing (the fence rows, FencedWriter, Sweep); the
-// ownership epoch and the per-epoch number cells are vvmadapter's, the
+// ownership epoch and the number cells are vvmadapter's, the
 // takeover that runs them in order is apppart's. A partition may change
 // modes between opens (a non-fenced writer ignores the fence rows);
 // fenced and non-fenced writers of one partition at the same time are not

@@ -4,11 +4,13 @@
 // plog.PLogReader, and the lifetime of these calls (CancelCalls ends them
 // when the sequencer is cleaned up).
 //
-// Modes: whatever the mode, ReadNumbers returns per SeqID the largest
-// number stored in any of the workspace's cells, the seed cell that the
-// trust modes write and the per-epoch cells of fenced mode. So a partition
-// opened in a trust mode after fenced use (or the other way round) starts
-// above every number an earlier owner flushed, in any order of modes.
+// Modes: every mode writes the seed cells with its owner's versions, and
+// ReadNumbers returns per SeqID the largest number stored in any of the
+// workspace's cells (the seed cell and the per-epoch cells fenced owners
+// wrote before version ranges), raised to the partition's floor. So a
+// partition opened in a trust mode after fenced use (or the other way
+// round) starts above every number an earlier owner flushed, in any order
+// of modes.
 package seqstorage
 
 import (

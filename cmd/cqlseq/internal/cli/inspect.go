@@ -138,8 +138,9 @@ func printEpoch(ctx context.Context, w io.Writer, st storage.Storage, app iseque
 }
 
 // printNumbers prints every number cell stored for workspace ws (one
-// partition read): the seed's cells (SeqID) and the fenced mode's per-epoch
-// cells (SeqID@epoch); the sequencer uses the largest per SeqID.
+// partition read): the seed's cells (SeqID) and the per-epoch cells fenced
+// owners wrote before version ranges (SeqID@epoch); the sequencer uses the
+// largest per SeqID (and the partition's floor).
 func printNumbers(ctx context.Context, w io.Writer, st storage.Storage, app isequencer.ClusterAppID, ws isequencer.WSID) error {
 	var parts []string
 	err := vvmadapter.New(st, app).ReadNumberCells(ctx, ws, func(c vvmadapter.NumberCell) error {

@@ -109,12 +109,12 @@ func (t *tort) restore(ctx context.Context, store, mode string) error {
 		return err
 	}
 	// A run SIGKILLed at a random instant, then one that must finish (on
-	// bbolt a run takes 0.1-0.3 s).
-	within := 800
+	// bbolt a run takes 40-200 ms, the process's start included).
+	from, within := 20, 800
 	if g.file != "" {
-		within = 250
+		from, within = 5, 100
 	}
-	if _, err := t.advance(ctx, g, mode, numbers, offsets, tag+"-advance-killed", time.Duration(20+t.rng.IntN(within))*time.Millisecond, st); err != nil {
+	if _, err := t.advance(ctx, g, mode, numbers, offsets, tag+"-advance-killed", time.Duration(from+t.rng.IntN(within))*time.Millisecond, st); err != nil {
 		return err
 	}
 	if _, err := t.advance(ctx, g, mode, numbers, offsets, tag+"-advance", 0, st); err != nil {
