@@ -6,7 +6,9 @@
 // Drivers: storage/cql (Cassandra, ScyllaDB), storage/boltdb (one bbolt file
 // on one machine), storage/mem (tests and the in-memory demo).
 // storage/storagetest holds the conformance suite every driver runs;
-// storage/faulty is a fault-injecting wrapper for tests and the bench.
+// storage/faulty is a fault-injecting wrapper for tests and the bench;
+// storage/adversary plays, at random, everything the contract allows a
+// store to do (see Storage), for simulations.
 //
 // Byte slices passed to a Storage are not retained after the call returns;
 // slices a Storage returns (or passes to a callback) are owned by the caller,
@@ -70,7 +72,11 @@ var (
 // a row its own Version (see Versions). Version is honoured by PutBatch and
 // by the rows of a conditional batch that has no conditions; a row of a
 // batch with conditions must have Version 0 (ErrInvalidArgument), and a row
-// written with versions must not also be written by conditional writes.
+// written with versions must not also be written by CompareAndSwap or
+// CompareAndDelete (on CQL their Paxos write would be shadowed by the
+// version). A conditional insert of a versioned row finds it and does not
+// apply; a row inserted conditionally may be replaced by a versioned write
+// (the PLog's gap markers and trust2 events over conditional events).
 type Row struct {
 	PKey    []byte
 	CCols   []byte
@@ -105,6 +111,29 @@ type Condition struct {
 // to 1 s before: CQL counts a TTL in whole seconds from the second the write
 // was applied in (a row written at 10.9 s with a TTL of 1 s expires at 11 s;
 // elections.Options.Skew allows for it). Methods are safe for concurrent use.
+//
+// What the contract allows, each with the storage/adversary option that
+// plays it (at random, from a seed):
+//   - A failed unconditional write (Put, PutBatch) may have landed whole
+//     (WriteLost: applied, the answer an error), or may land later (after
+//     any number of other calls, of any client, including after the
+//     writer's process died and another owner took over) or never
+//     (WriteHeld, with Deliver and Drop choosing when), in any subset of
+//     its rows (WritePartial); on a MultiApplier store, whose PutBatch is
+//     one transaction, in all its rows or none.
+//   - A conditional write whose outcome is unknown (ErrUnknownOutcome) may
+//     have applied (CondLost), or may take effect later, judged against
+//     the state at that moment, or never (CondHeld); one that fails with
+//     another error was not applied (CondNotSent).
+//   - A read may fail (ReadFail), and sees a state that includes every
+//     acknowledged write and any subset of the unacknowledged ones (the
+//     held writes are invisible until they land).
+//   - A late write of a lower Version replaces nothing (see Row); a late
+//     conditional insert finds a versioned row and does not apply.
+//
+// Nothing else: an acknowledged write stays (but for a higher Version's
+// replacement), and a conditional write never reports ok for a write it
+// did not apply.
 type Storage interface {
 	// Get reads one row.
 	Get(ctx context.Context, pKey, cCols []byte) (value []byte, ok bool, err error)
