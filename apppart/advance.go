@@ -7,7 +7,7 @@ import (
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/seqstorage"
-	"github.com/cqlseq/cqlseq/storage"
+	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
 // Margins are how far Advance moves a partition past its stored state:
@@ -27,8 +27,9 @@ type Margins struct {
 // it takes the partition over as Open does (a new epoch) and fences its
 // PLog in every mode, replays the whole PLog, raises each SeqID's number
 // floor to its largest number plus m.Numbers, writes a gap marker of
-// m.Offsets offsets with o.Mode's writer and stores the next offset after
-// it. o are the options the partition's owners Open it with (their
+// m.Offsets offsets (a versioned put, in every mode, recorded as such for
+// the next owner: vvmadapter.PLogWritesVersioned) and stores the next
+// offset after it. o are the options the partition's owners Open it with (their
 // Sequencer, MaxGroupEvents, Hooks, WriteTimeout and Metrics are unused).
 //
 // A running owner is deposed: in fenced mode its next write is refused;
@@ -58,13 +59,13 @@ func Advance(ctx context.Context, o OpenOptions, m Margins) (*seqstorage.Advance
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	caps := storage.Probe(o.AppStorage)
-	w, err := plog.NewGroupWriter(plog.WriterOptions{
-		Storage: o.AppStorage, Capabilities: &caps, Partition: o.Partition, Mode: o.Mode, Versions: own.Owner.Versions(),
-	}, own.Owner.Epoch())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	// The gap marker is a versioned put in every mode, which no earlier
+	// owner's late write replaces; the next owner, told so, seals the
+	// block it replays to (sealZone).
+	if err := own.Owner.PutPLogWrites(ctx, vvmadapter.PLogWritesVersioned); err != nil {
+		return nil, fmt.Errorf("apppart: advance: %w", err)
 	}
+	w := plog.NewMarkerWriter(o.AppStorage, o.Partition, own.Owner.Versions())
 	a, err := ss.Advance(ctx, seqstorage.AdvanceOptions{Numbers: m.Numbers, Offsets: m.Offsets, Writer: w, Initial: initialValues(o.SeqTypes)})
 	if err != nil {
 		return nil, fmt.Errorf("apppart: %w", err)

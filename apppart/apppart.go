@@ -108,6 +108,9 @@ type Partition struct {
 
 	part   isequencer.PartitionID
 	reader *plog.Reader // the PLog's reader (Settle)
+	// pathStart is an offset the PLog's readers read: where the replay
+	// began when the partition opened (Settle reads from it).
+	pathStart isequencer.PLogOffset
 
 	mu      sync.Mutex
 	seq     *isequencer.Sequencer
@@ -149,7 +152,9 @@ func (p *Partition) do(ctx context.Context, cmd Command) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	p.readAhead(cmd)
+	if err := p.readAhead(ctx, cmd); err != nil {
+		return Result{}, err
+	}
 	p.mu.Lock()
 	x, nums, err := p.queueLocked(cmd)
 	p.mu.Unlock()
@@ -309,10 +314,29 @@ func (p *Partition) leaseExpired() bool {
 
 // readAhead reads cmd's workspace numbers, if not cached, before the
 // command takes p.mu (isequencer.IReadAhead): a cold workspace then costs
-// its own command a read, not every command waiting for the lock.
-func (p *Partition) readAhead(cmd Command) {
-	if len(cmd.Seqs) > 0 {
+// its own command a read, not every command waiting for the lock. It
+// returns ctx's error if ctx ends before the read does: the command has
+// taken nothing, and the read goes on in its goroutine, bounded by the
+// storage timeout and waited for by the sequencer's cleanup (a later
+// command of the workspace finds its result).
+func (p *Partition) readAhead(ctx context.Context, cmd Command) error {
+	if len(cmd.Seqs) == 0 || p.seq.Cached(cmd.WSID) {
+		return nil
+	}
+	if ctx.Done() == nil {
 		p.seq.ReadAhead(cmd.WSKind, cmd.WSID)
+		return nil
+	}
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		p.seq.ReadAhead(cmd.WSKind, cmd.WSID)
+	}()
+	select {
+	case <-read:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

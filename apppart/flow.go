@@ -55,12 +55,18 @@ type committer struct {
 	}
 
 	// groups and events count written groups and their stored events,
-	// for tests and the bench.
+	// for tests and the bench; starts holds the first offsets of the
+	// last len(starts) groups written (Settle reads the PLog from one).
 	stats struct {
 		sync.Mutex
 		groups, events int
+		starts         [groupStarts]isequencer.PLogOffset
+		nstarts        uint64
 	}
 }
+
+// groupStarts is how many groups' first offsets the committer keeps.
+const groupStarts = 1024
 
 // flowConfig is what a committer needs.
 type flowConfig struct {
@@ -78,6 +84,10 @@ type flowConfig struct {
 	logger *slog.Logger
 	// metrics is told each durable offset and the stop. nil: none.
 	metrics Metrics
+	// rewriteUnknown: an event write of unknown outcome is sent again, the
+	// same bytes, until it is stored or the committer stops (trust2; see
+	// rewrite).
+	rewriteUnknown bool
 }
 
 // Hooks are called at the points of the fenced command flow where a pause
@@ -248,6 +258,9 @@ func (c *committer) run() {
 		}
 		began := time.Now()
 		o := c.write(group)
+		if c.cfg.rewriteUnknown {
+			o = c.rewrite(group, o)
+		}
 		// Counted before the answers: a command answered may queue
 		// again at once, and would be expected twice.
 		queued := c.queue.Len()
@@ -313,12 +326,16 @@ func failBehind(queued []*pending, err error) {
 }
 
 // take removes the next group from the queue: consecutive events of one
-// PLog block, at most maxGroup of them.
+// PLog block, at most maxGroup of them; a void gap marker (Settle's claim)
+// alone.
 func (c *committer) take() []*pending {
 	group, _ := c.queue.Take(func(q []*pending) int {
+		if q[0].ev.Void {
+			return 1 // a claim is written alone
+		}
 		block := q[0].ev.Offset / plog.EventsPerPartition
 		n := 1
-		for n < len(q) && n < c.cfg.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block {
+		for n < len(q) && n < c.cfg.maxGroup && q[n].ev.Offset/plog.EventsPerPartition == block && !q[n].ev.Void {
 			n++
 		}
 		return n
@@ -334,6 +351,10 @@ func (c *committer) write(group []*pending) *groupOutcome {
 		events[i] = &x.ev
 	}
 	o := &groupOutcome{first: group[0].ev.Offset, last: group[len(group)-1].ev.Offset, errs: make([]error, len(group))}
+	c.stats.Lock()
+	c.stats.starts[c.stats.nstarts%groupStarts] = o.first
+	c.stats.nstarts++
+	c.stats.Unlock()
 	if c.cfg.hooks.BeforeGroupWrite != nil {
 		c.cfg.hooks.BeforeGroupWrite(o.first, o.last)
 	}
@@ -345,18 +366,59 @@ func (c *committer) write(group []*pending) *groupOutcome {
 		c.cfg.hooks.AfterGroupWrite(o.first, o.last)
 	}
 	if stored > 0 {
-		c.cfg.durable.Durable(group[stored-1].ev.Offset + 1)
-		c.cfg.metrics.Durable(group[stored-1].ev.Offset + 1)
+		next := group[stored-1].ev.NextOffset() // past a claim's gap
+		c.cfg.durable.Durable(next)
+		c.cfg.metrics.Durable(next)
 	}
 	return o
 }
 
+// rewrite sends the events of group that o does not report stored again,
+// the same bytes, backing off from rewriteFirstDelay to rewriteMaxDelay,
+// until every one is stored, a write is refused, or the committer stops;
+// it returns the group's outcome so far. trust2 writes events with
+// versioned puts, which may land late and replace a row of a lower
+// version: an owner that wrote other bytes at an offset whose write is in
+// doubt could see its own late write replace them after a reader read
+// them (docs/design.md "Late writes"). So a trust2 owner never writes
+// other bytes there; its commands wait (or their ctx ends: Unknown), and
+// the partition needs no actualization.
+func (c *committer) rewrite(group []*pending, o *groupOutcome) *groupOutcome {
+	delay := rewriteFirstDelay
+	for attempt := 1; !o.ok() && !o.refused(); attempt++ {
+		if attempt == 1 {
+			c.cfg.logger.Warn("apppart: group write failed, writing it again",
+				"plog_offsets", fmt.Sprintf("%d-%d", o.failedAt(), o.last), "err", o.cause())
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return o
+		case <-t.C:
+		}
+		delay = min(2*delay, rewriteMaxDelay)
+		n := o.stored()
+		r := c.write(group[n:])
+		copy(o.errs[n:], r.errs)
+	}
+	return o
+}
+
+// rewrite's back-off between attempts.
+const (
+	rewriteFirstDelay = 5 * time.Millisecond
+	rewriteMaxDelay   = time.Second
+)
+
 // answer gives every command of group its own event's outcome. An event
 // stored after one whose outcome is unknown may lie beyond a gap that the
-// replay stops at: its outcome is unknown too. An event stored after a
-// refused one (a trust-0 record conflict fails its own event only) is
-// answered stored: nothing after it is written (the partition stops) and
-// the next owner's replay reads it. An event plog did not send
+// replay stops at: its outcome is unknown too. A trust-0 event whose
+// records were refused (plog.ErrRecordConflict) is stored: it is answered
+// Stored, with the refusal that stops the partition as its error. An
+// event stored after a refused one (a record conflict fails its own event
+// only) is answered stored: nothing after it is written (the partition
+// stops) and the next owner's replay reads it. An event plog did not send
 // (plog.ErrNotWritten) is answered not written.
 func (c *committer) answer(group []*pending, o *groupOutcome) {
 	if o.ok() {
@@ -376,6 +438,12 @@ func (c *committer) answer(group []*pending, o *groupOutcome) {
 			x.finish(nil)
 		case werr == nil:
 			x.finish(eventErr(Unknown, off, "%w at PLog offset %d (outcome unknown: the event is stored, after one whose write failed): %w", ErrWrite, off, err))
+		case errors.Is(werr, plog.ErrRecordConflict) && !gap:
+			// The event is stored and will be read; its records were
+			// refused.
+			x.finish(eventErr(Stored, off, "%w at PLog offset %d (the event is stored, its records refused): %w: %w", ErrWrite, off, ErrStopped, werr))
+		case errors.Is(werr, plog.ErrRecordConflict):
+			x.finish(eventErr(Unknown, off, "%w at PLog offset %d (the event is stored, its records refused, after one whose write failed): %w: %w", ErrWrite, off, ErrStopped, werr))
 		case refused(werr):
 			x.finish(eventErr(NotStored, off, "%w at PLog offset %d: %w: %w", ErrWrite, off, ErrStopped, werr))
 		case errors.Is(werr, plog.ErrNotWritten):
@@ -401,6 +469,22 @@ func (c *committer) count(events int) {
 	c.stats.groups++
 	c.stats.events += events
 	c.stats.Unlock()
+}
+
+// groupStartAtOrBelow returns the largest first offset at most off of the
+// groups the committer wrote lately: an offset the PLog's readers read
+// (every offset before a group's first is durable when it is written, and
+// gap markers lie at or after it).
+func (c *committer) groupStartAtOrBelow(off isequencer.PLogOffset) (isequencer.PLogOffset, bool) {
+	c.stats.Lock()
+	defer c.stats.Unlock()
+	var best isequencer.PLogOffset
+	for i := range min(c.stats.nstarts, groupStarts) {
+		if s := c.stats.starts[i]; s <= off && s > best {
+			best = s
+		}
+	}
+	return best, best > 0
 }
 
 // groupStats returns the number of groups written and their events.

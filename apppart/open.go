@@ -144,8 +144,10 @@ func (o *OpenOptions) Validate() error {
 // under ctx, in every mode (a new ownership epoch, whose versions every
 // write of this owner carries; in fenced mode also the PLog's fences), so
 // that an unreachable storage fails Open rather than leaving a partition
-// that is busy forever. The partition actualizes first: Do returns ErrBusy
-// until it is done.
+// that is busy forever. Where an earlier owner's late write could replace
+// what this owner reads or writes (a trust2 owner before or now), Open
+// also replays the PLog tail and seals the block it ends in (sealZone).
+// The partition actualizes first: Do returns ErrBusy until it is done.
 func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -170,6 +172,9 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	if err := sealZone(ctx, o, own, ss); err != nil {
+		return nil, fmt.Errorf("apppart: app %d partition %d (epoch %d): %w", o.App, o.Partition, epoch, err)
+	}
 	gw, err := plog.NewGroupWriter(plog.WriterOptions{
 		Storage: o.AppStorage, Capabilities: &appCaps, Partition: o.Partition, Mode: o.Mode, Versions: versions,
 	}, epoch)
@@ -193,10 +198,10 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	p := &Partition{
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks, m: o.Metrics,
-		seq: seq, cleanup: cleanup, part: o.Partition, reader: reader,
+		seq: seq, cleanup: cleanup, part: o.Partition, reader: reader, pathStart: max(own.StoredNext, 1),
 		flow: newCommitter(flowConfig{
 			log: writerLog{gw}, durable: seq, metrics: o.Metrics, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
-			hooks: o.Hooks, logger: o.Logger,
+			hooks: o.Hooks, logger: o.Logger, rewriteUnknown: o.Mode == plog.ModeTrust2,
 		}),
 	}
 	o.Metrics.Opened(epoch)

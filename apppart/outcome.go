@@ -23,7 +23,10 @@ const (
 	// plog did not send it (plog.ErrNotWritten), or the store refused it
 	// (plog.ErrConflict, plog.ErrFenced: the partition stops).
 	NotStored
-	// Stored: the event is durable at its offset (Do returned no error).
+	// Stored: the event is durable at its offset: Do returned no error,
+	// or, in trust0, an EventError wrapping plog.ErrRecordConflict and
+	// ErrStopped: the event is stored, without the records another event
+	// already holds, and the partition stops.
 	Stored
 	// Unknown: the event may be stored at its offset, or not: its write's
 	// outcome is unknown (a timeout, a lost connection), it was stored after
@@ -47,7 +50,7 @@ func (o Outcome) String() string {
 }
 
 // EventError is Do's error once the command took an offset: its event's
-// outcome (NotStored or Unknown) and offset, and the cause. Err wraps
+// outcome (NotStored or Unknown; Stored for a trust-0 record conflict) and offset, and the cause. Err wraps
 // ErrWrite when the write failed (and ErrStopped when the store refused
 // the event), or ctx's error when ctx ended while the command waited.
 // Do's Result holds the event's offset and numbers beside it: they are
@@ -102,12 +105,20 @@ var ErrRestored = errors.New("apppart: settle: the store was restored: the PLog 
 // it, as Do would): either its replay reads the event, or a later
 // command's event takes the offset once it is durable. From then on no
 // write changes the event at the offset (docs/design.md, "Settling an
-// unknown outcome"). An idle partition writes no later event: Settle then
-// waits until a command does or ctx ends.
+// unknown outcome"). On a partition where no later command takes the
+// offset (idle, every offset taken durable), Settle claims it with a void
+// gap marker (claimIdle) and answers NotStored once the marker is stored,
+// or Stored if the event in doubt was stored first.
 //
 // It returns ErrStopped, ErrNotLeader or ErrClosed if the partition can no
 // longer make the offset final (the next owner's partition settles it),
-// ErrRestored for an offset a restore emptied, and a read error wrapped. Settle tells commands of one workspace apart
+// ErrRestored for an offset a restore emptied, and a read error wrapped.
+// It reads the event as every PLog reader does, from an offset they read
+// up to res.Offset: an event stored inside a gap marker's gap is read by
+// no reader, and is not cmd's stored event. That read starts at the
+// nearest offset this partition knows the readers read (its own groups',
+// or where its replay began when it opened), or, for an offset below
+// those, at the PLog's first offset. Settle tells commands of one workspace apart
 // by their payloads: two commands with equal payloads given equal numbers
 // at one offset are one event to it.
 func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcome, error) {
@@ -125,6 +136,7 @@ func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcom
 			}
 			return false, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
 		}
+		p.claimIdle(off)
 		return false, nil
 	})
 	if err != nil {
@@ -139,23 +151,107 @@ func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcom
 	if err != nil {
 		return Unknown, fmt.Errorf("%w: %w", ErrInvalidCommand, err)
 	}
-	var e plog.Event
-	found, err := p.reader.ReadEvent(ctx, p.part, off, &e)
-	if err != nil {
+	e, found, err := p.eventAt(ctx, off)
+	switch {
+	case err != nil:
 		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
-	}
-	if !found {
+	case !found:
 		return Unknown, fmt.Errorf("%w: PLog offset %d: no event there although every event below %d is durable", ErrRestored, off, p.seq.DurableNext())
+	case e.Skip > 0 && e.Void:
+		return NotStored, nil
+	case e.Skip > 0:
+		return Unknown, fmt.Errorf("%w: PLog offset %d: in the gap of the marker at %d, offsets %d..%d (written by `cqlseq advance`)", ErrRestored, off, e.Offset, e.Offset, e.NextOffset()-1)
 	}
-	if e.Skip > 0 {
-		return Unknown, fmt.Errorf("%w: PLog offset %d: a gap marker of %d offsets is there (written by `cqlseq advance`)", ErrRestored, off, e.Skip)
-	}
-	got, err := plog.AppendEncoded(nil, &e)
-	if err != nil {
-		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: %w", off, err)
-	}
-	if bytes.Equal(got, wantBytes) {
+	if bytes.Equal(e.enc, wantBytes) {
 		return Stored, nil
 	}
 	return NotStored, nil
+}
+
+// claimIdle makes offsets up to off final on an idle partition: when
+// every offset taken is durable and the next one, d, is at most off (an
+// event of unknown outcome at d..off, after the replay that followed it
+// did not read it), it writes a void gap marker at d covering d..off (at
+// least d+1) through the committer, in the trust modes whose event writes
+// are conditional (trust0, trust1) and in fenced mode. The marker is a
+// conditional write under the mode's rules: if the event in doubt is
+// stored first, the marker is refused (plog.ErrOffsetTaken,
+// plog.ErrOwnEventStored), the partition actualizes and its replay reads
+// the event; if the marker is stored first, the event in doubt, whose
+// write is conditional on its offset being empty, never will be. trust2
+// writes of events are not conditional and are retried until stored (see
+// committer.write): an offset of trust2 is never claimed.
+func (p *Partition) claimIdle(off isequencer.PLogOffset) {
+	if p.mode == plog.ModeTrust2 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.stopped != nil || p.flow.failure() != nil {
+		return
+	}
+	d := p.seq.DurableNext()
+	if p.seq.NextOffset() != d || d > off || !p.seq.Ready() {
+		return
+	}
+	at, ok := p.seq.Skip(max(uint64(off-d), 1))
+	if !ok {
+		return
+	}
+	x := &pending{done: make(chan struct{})}
+	x.ev = plog.Event{Partition: p.part, Offset: at, Skip: max(uint64(off-d), 1), Void: true}
+	if err := p.flow.enqueue(x); err != nil {
+		return
+	}
+	p.logger.Info("apppart: settle claims offsets of an idle partition", "plog_offsets", fmt.Sprintf("%d-%d", at, x.ev.NextOffset()-1))
+}
+
+// coveringEvent is what eventAt found: the event or gap marker that covers an
+// offset, and the event's encoding.
+type coveringEvent struct {
+	plog.Event
+	enc []byte
+}
+
+// eventAt reads the PLog as its readers read it, from an offset they read
+// (pathFrom) up to off, and returns the event at off, or the gap marker
+// whose offsets cover off; found is false if the readers stop before off
+// (a missing offset). An event stored at an offset that a gap marker
+// covers is read by no reader, and eventAt does not return it.
+func (p *Partition) eventAt(ctx context.Context, off isequencer.PLogOffset) (coveringEvent, bool, error) {
+	var got coveringEvent
+	found := false
+	err := p.reader.ReadEvents(ctx, p.part, p.pathFrom(off), func(e *plog.Event) error {
+		if e.NextOffset() <= off {
+			return nil
+		}
+		enc, err := plog.AppendEncoded(nil, e)
+		if err != nil {
+			return err
+		}
+		got = coveringEvent{Event: plog.Event{Partition: e.Partition, Offset: e.Offset, Skip: e.Skip, Void: e.Void}, enc: enc}
+		found = true
+		return errFound
+	})
+	if err != nil && err != errFound { //nolint:errorlint // errFound is never wrapped
+		return got, false, err
+	}
+	return got, found, nil
+}
+
+// errFound stops eventAt's read.
+var errFound = errors.New("apppart: found")
+
+// pathFrom returns an offset at most off that the PLog's readers read (an
+// event's or a gap marker's, not one inside a gap), as close to off as
+// this partition knows one: the first offset of a group it wrote, or the
+// offset its replay began at when it opened; else 1.
+func (p *Partition) pathFrom(off isequencer.PLogOffset) isequencer.PLogOffset {
+	if from, ok := p.flow.groupStartAtOrBelow(off); ok {
+		return from
+	}
+	if p.pathStart <= off {
+		return p.pathStart
+	}
+	return 1
 }

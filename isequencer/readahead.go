@@ -120,6 +120,16 @@ func (ra *readAheadState) close() <-chan struct{} {
 	return done
 }
 
+// Cached reports whether workspace wsID's numbers are in the sequencer's
+// cache: a transaction of it reads nothing from storage, and ReadAhead of
+// it returns at once. Any goroutine may call it; the answer may be stale
+// by the time it is used.
+func (s *Sequencer) Cached(wsID WSID) bool {
+	s.readAhead.cacheMu.RLock()
+	defer s.readAhead.cacheMu.RUnlock()
+	return s.caller.cache.has(wsID)
+}
+
 // ReadAhead implements IReadAhead.
 func (s *Sequencer) ReadAhead(wsKind WSKind, wsID WSID) {
 	k := s.kinds[wsKind]

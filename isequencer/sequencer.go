@@ -532,6 +532,38 @@ func (s *Sequencer) Flush() {
 	}
 }
 
+// NextOffset returns the PLog offset the next transaction (or Skip) takes.
+// Like Start it is called by the caller's goroutine, outside a
+// transaction. With DurableNext equal to it, nothing taken is in flight.
+func (s *Sequencer) NextOffset() PLogOffset { return s.caller.nextOffset }
+
+// Skip takes the next PLog offset for a gap marker that also covers the n
+// offsets after it (n >= 1), outside of a Sequencing Transaction: it
+// returns the marker's offset, and the next transaction's offset is the
+// marker's + n + 1. Like Start it returns (0, false) while the sequencer
+// is actualizing, closed or over its limits; like Flush it is durable
+// when written (the caller reports Durable past the gap, with
+// Params.GroupCommit), and an Actualize before that discards it. It
+// panics inside a transaction or with n == 0 (documented misuse).
+func (s *Sequencer) Skip(n uint64) (PLogOffset, bool) {
+	c := &s.caller
+	if c.inTx {
+		panic("isequencer: Skip: a Sequencing Transaction is in progress")
+	}
+	if n == 0 {
+		panic("isequencer: Skip: n == 0")
+	}
+	if s.shared.state.Load() != 0 || s.overLimits() {
+		return 0, false
+	}
+	off := c.nextOffset
+	c.nextOffset += PLogOffset(n)
+	c.inTx, c.txNums = true, nil
+	c.txTaken = c.txTaken[:0]
+	s.Flush() // no values: the mark of the offsets, as a transaction's
+	return off, true
+}
+
 // panicDurableWithoutGroupCommit is the value Durable panics with on a
 // sequencer made without Params.GroupCommit.
 const panicDurableWithoutGroupCommit = "isequencer: Durable: the sequencer was not made with Params.GroupCommit"

@@ -1,6 +1,9 @@
 package plog
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrCorrupt: stored event bytes could not be decoded. Errors wrapping
@@ -13,6 +16,12 @@ var (
 	// because a conflict means the sequences handed out a number twice and
 	// an operator must look before the partition goes on.
 	ErrConflict = errors.New("plog: conflict")
+
+	// ErrRecordConflict wraps ErrConflict for a trust-0 event whose
+	// records were refused (a record ID already stored): the event itself
+	// is stored, without those records. Test for it before ErrConflict
+	// when the event's fate matters.
+	ErrRecordConflict = fmt.Errorf("%w: a record ID is already stored (the event is stored)", ErrConflict)
 
 	// ErrFenced: the fence of a PLog block holds another owner's epoch
 	// (FencedWriter, Sweep): a takeover has deposed this owner. Nothing
@@ -28,6 +37,13 @@ var (
 	// writer is not stopped: the caller re-reads the PLog (the events are
 	// there now) and goes on after them.
 	ErrOwnEventStored = errors.New("plog: an earlier write of this writer, whose outcome was unknown, is stored")
+
+	// ErrOffsetTaken: a Writer of trust level 0 or 1 was given a group of
+	// one void gap marker (Event.Void: a claim of its offset) and found an
+	// event already stored at its offset. Nothing was written and the
+	// writer is not stopped: the caller re-reads the PLog (the event is
+	// there now) and goes on after it.
+	ErrOffsetTaken = errors.New("plog: offset taken: the claim found an event stored there")
 
 	// ErrNotWritten: a GroupWriter did not send an event of a group,
 	// because an event before it failed first (see GroupWriter). The

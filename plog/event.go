@@ -48,6 +48,13 @@ type Event struct {
 	// restored PLog's next offset past the offsets handed out before the
 	// restore (docs/operations.md "Backup and restore").
 	Skip uint64
+	// Void, on a gap marker, says why its offsets hold nothing
+	// (FormatVoid): writes may have been in flight there whose outcome
+	// nobody knows (an earlier owner's, or this owner's own), and the
+	// marker abandons them: whatever lands at Offset+1 .. Offset+Skip is
+	// read by no reader, and no command's event is there. A gap marker
+	// without Void is `cqlseq advance`'s: a restore lost what was there.
+	Void bool
 }
 
 // MaxSkip is the largest Event.Skip: 2^48 offsets, far above any gap a
@@ -74,10 +81,18 @@ const (
 	// one event's records usually have consecutive IDs, one byte each.
 	FormatV1 byte = 1
 
-	// FormatSkip is a gap marker (Event.Skip):
+	// FormatSkip is a gap marker (Event.Skip) of a restore:
 	//
 	//	u8 2 ‖ uvarint Skip
 	FormatSkip byte = 2
+
+	// FormatVoid is a gap marker that abandons writes in doubt
+	// (Event.Void), written by an owner that takes a partition over after
+	// an owner whose writes may land late (docs/design.md "Late writes"),
+	// or by Settle to make an idle partition's offsets final:
+	//
+	//	u8 3 ‖ uvarint Skip
+	FormatVoid byte = 3
 )
 
 // AppendEncoded appends the encoding of e (FormatV1, or FormatSkip for a
@@ -89,8 +104,15 @@ func AppendEncoded(dst []byte, e *Event) ([]byte, error) {
 		if e.Skip > MaxSkip || e.WSID != 0 || e.WSKind != 0 || e.WLogOffset != 0 || len(e.Numbers) > 0 || len(e.Records) > 0 || len(e.Payload) > 0 {
 			return dst, fmt.Errorf("plog: gap marker skipping %d offsets: want 1..%d and no other field", e.Skip, uint64(MaxSkip))
 		}
-		dst = append(dst, FormatSkip)
+		format := FormatSkip
+		if e.Void {
+			format = FormatVoid
+		}
+		dst = append(dst, format)
 		return binary.AppendUvarint(dst, e.Skip), nil
+	}
+	if e.Void {
+		return dst, errors.New("plog: Void set on an event that is not a gap marker (Skip 0)")
 	}
 	if e.WSID == 0 {
 		return dst, errors.New("plog: event with WSID 0")
@@ -183,7 +205,7 @@ func decode(b []byte, e *Event) error {
 	if len(b) == 0 {
 		return errors.New("empty body")
 	}
-	if b[0] == FormatSkip {
+	if b[0] == FormatSkip || b[0] == FormatVoid {
 		return decodeSkip(b, e)
 	}
 	if b[0] != FormatV1 {
@@ -278,6 +300,6 @@ func decodeSkip(b []byte, e *Event) error {
 	case d.pos != len(b):
 		return fmt.Errorf("%d trailing bytes", len(b)-d.pos)
 	}
-	*e = Event{Numbers: e.Numbers[:0], Records: e.Records[:0], Skip: n}
+	*e = Event{Numbers: e.Numbers[:0], Records: e.Records[:0], Skip: n, Void: b[0] == FormatVoid}
 	return nil
 }

@@ -23,6 +23,21 @@ func TestGoldenGapMarker(t *testing.T) {
 	require.Equal(t, isequencer.PLogOffset(310), e.NextOffset())
 }
 
+func TestGoldenVoidMarker(t *testing.T) {
+	b, err := AppendEncoded(nil, &Event{Offset: 9, Skip: 300, Void: true})
+	require.NoError(t, err)
+	require.Equal(t, "03"+"ac02", hex.EncodeToString(b), "u8 3 ‖ uvarint 300")
+	var e Event
+	require.NoError(t, Decode(1, 9, b, &e))
+	require.Equal(t, Event{Partition: 1, Offset: 9, Skip: 300, Void: true, Numbers: e.Numbers, Records: e.Records}, e)
+	require.Equal(t, isequencer.PLogOffset(310), e.NextOffset())
+	_, err = AppendEncoded(nil, &Event{Offset: 9, WSID: 1, Void: true})
+	require.Error(t, err, "Void on an event")
+	for name, b := range map[string][]byte{"zero": {FormatVoid, 0}, "truncated": {FormatVoid}, "trailing": {FormatVoid, 1, 0}} {
+		require.ErrorIs(t, Decode(1, 5, b, &e), ErrCorrupt, name)
+	}
+}
+
 func TestGapMarkerRefusedWithOtherFields(t *testing.T) {
 	for name, e := range map[string]*Event{
 		"WSID":    {Skip: 1, WSID: 4},

@@ -23,9 +23,10 @@ const maxRecordBatchesInFlight = 256
 // gives it in the writer's Mode, in fewer storage calls. Chunks are
 // written as follows.
 //
-//   - ModeTrust2: one PutBatch per chunk of its events and their records,
-//     in order, up to the first that fails (the later chunks are not
-//     written: ErrNotWritten); each event's outcome is its chunk's.
+//   - ModeTrust2: per chunk, in order, one PutBatch of its events, then
+//     one of their records, up to the first chunk that fails (the later
+//     chunks are not written: ErrNotWritten); each event's outcome is its
+//     chunk's.
 //   - ModeTrust0 and ModeTrust1: one conditional batch per chunk, in order,
 //     that inserts the chunk's events if none of them exists (if one does,
 //     the chunk's events are inserted one at a time, in order, up to the
@@ -38,6 +39,11 @@ const maxRecordBatchesInFlight = 256
 //     storage.MultiApplier (storage/boltdb, storage/mem), one
 //     ApplyBatchesIf per chunk of its events and their records instead:
 //     one transaction, and on boltdb one request of its group commit.
+//
+// A group of one void gap marker (Event.Void) in ModeTrust0 or
+// ModeTrust1 is a claim of its offset: the marker is inserted if the
+// offset is empty; if an event is stored there, nothing is written and the
+// error wraps ErrOffsetTaken, which does not stop the writer.
 //
 // A conflict stops the writer after the group.
 func (w *Writer) WriteGroup(ctx context.Context, events []*Event) error {
@@ -52,6 +58,9 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event) error {
 	encs, err := w.encodeGroup(events)
 	if err != nil {
 		return allFailed(events, err)
+	}
+	if len(events) == 1 && events[0].Void && w.o.Mode != ModeTrust2 {
+		return w.claimLocked(ctx, events[0], encs[0])
 	}
 	errs := make([]error, len(events))
 	switch {
@@ -71,30 +80,55 @@ func (w *Writer) WriteGroup(ctx context.Context, events []*Event) error {
 	return groupResult(events, errs)
 }
 
-// putGroupLocked writes a trust-2 group: one PutBatch per chunk of its
-// events and their records, in order, and sets each event's error from
-// its chunk's. It stops at the first chunk that fails: the later chunks
-// are not written (ErrNotWritten), so the stored events of a group are
-// always a prefix of it and a failure leaves no stored event after a gap
-// (an actualization reads the PLog up to its first gap, and an event
+// claimLocked writes the void gap marker e (encoded enc) if its offset is
+// empty: the claim of a trust-0 or trust-1 group of one marker (see
+// WriteGroup). An event found there is ErrOffsetTaken, which does not stop
+// the writer.
+func (w *Writer) claimLocked(ctx context.Context, e *Event, enc []byte) error {
+	ok, err := w.o.Storage.InsertIfNotExists(ctx, EventPKey(w.o.Partition, e.Offset), EventCCols(e.Offset), enc, 0)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("plog: partition %d offset %d: claiming offsets %d..%d with a void marker: %w", w.o.Partition, e.Offset, e.Offset, e.NextOffset()-1, err)
+	case !ok:
+		err = fmt.Errorf("%w: partition %d offset %d", ErrOffsetTaken, w.o.Partition, e.Offset)
+	}
+	if err != nil {
+		return allFailed([]*Event{e}, err)
+	}
+	return nil
+}
+
+// putGroupLocked writes a trust-2 group: per chunk, in order, one
+// PutBatch of its events, then, once they are stored, one of their
+// records (retried, as putIdempotent does), and sets each event's error
+// from its chunk's. It stops at the first chunk that fails: the later
+// chunks are not written (ErrNotWritten), so the stored events of a group
+// are always a prefix of it and a failure leaves no stored event after a
+// gap (an actualization reads the PLog up to its first gap, and an event
 // stored past one would keep numbers the sequencer hands out again).
+// Records follow their events so that a record row, however late it
+// lands, names an event that is stored: no later owner issues its ID
+// again (docs/design.md "Late writes").
 func (w *Writer) putGroupLocked(ctx context.Context, events []*Event, encs [][]byte, errs []error) {
 	part := w.o.Partition
 	for from, to := range w.chunker().chunks(events, func(i int) int { return BatchBytes(events[i], len(encs[i])) }) {
-		var rows []storage.Row
-		nrec := 0
+		var rows, recs []storage.Row
 		for i, e := range events[from:to] {
 			rows = append(rows, storage.Row{PKey: EventPKey(part, e.Offset), CCols: EventCCols(e.Offset), Value: encs[from+i]})
-			rows = appendRecordRows(rows, e)
-			nrec += len(e.Records)
+			recs = appendRecordRows(recs, e)
 		}
 		err := w.o.Versions.Stamp(ctx, rows)
 		if err == nil {
 			err = w.o.Storage.PutBatch(ctx, rows)
 		}
 		if err != nil {
-			err = fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events and %d records: %w",
-				part, events[from].Offset, events[to-1].Offset, to-from, nrec, err)
+			err = fmt.Errorf("plog: partition %d offsets %d..%d: writing %d events: %w", part, events[from].Offset, events[to-1].Offset, to-from, err)
+		} else if len(recs) > 0 {
+			if err = putIdempotent(ctx, w.o.Storage, w.o.Versions, recs); err != nil {
+				err = fmt.Errorf("plog: partition %d offsets %d..%d: the events are stored; writing their %d records (retried): %w", part, events[from].Offset, events[to-1].Offset, len(recs), err)
+			}
+		}
+		if err != nil {
 			for i := from; i < to; i++ {
 				errs[i] = err
 			}

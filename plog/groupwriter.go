@@ -27,7 +27,11 @@ import (
 //     is stopped (every later call fails every event with it). An event
 //     refused with ErrFenced, or with ErrConflict because an event is
 //     stored at its offset, is not stored; a trust0 event whose records
-//     were refused (ErrConflict naming them) is stored without them.
+//     were refused (ErrRecordConflict, which wraps ErrConflict, naming
+//     them) is stored without them.
+//   - an error wrapping ErrOffsetTaken: a Writer's claim (a group of one
+//     void gap marker, trust0 or trust1) found an event at its offset;
+//     nothing is written and the writer is not stopped.
 //   - an error wrapping storage.ErrInvalidArgument: the group is invalid
 //     (a nil event, offset 0, offsets not consecutive, an event
 //     AppendEncoded refuses); every event has it and nothing is written.

@@ -117,7 +117,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		werr string
 	}{
 		{"empty", nil, "empty body"},
-		{"bad version", cat("03", goldenHex[2:]), "unknown format version 3"},
+		{"bad version", cat("04", goldenHex[2:]), "unknown format version 4"},
 		{"gap marker with an event's body", cat("02", goldenHex[2:]), "trailing bytes"},
 		{"version 0", cat("00"), "unknown format version 0"},
 		{"truncated header", cat("01b4"), "truncated at byte 1 reading WSID"},
@@ -194,6 +194,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{1, 1, 0, 0, 0, 0, 0})
 	f.Add([]byte{1, 1, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Add([]byte{FormatSkip, 0xac, 0x02})
+	f.Add([]byte{FormatVoid, 0xac, 0x02})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var e Event
 		err := Decode(1, 2, b, &e)
@@ -220,5 +221,6 @@ func FuzzDecode(f *testing.F) {
 		assert.Equal(t, e.Records, e2.Records)
 		assert.Equal(t, e.Payload, e2.Payload)
 		assert.Equal(t, e.Skip, e2.Skip)
+		assert.Equal(t, e.Void, e2.Void)
 	})
 }

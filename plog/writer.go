@@ -191,5 +191,5 @@ func (w *Writer) recordConflict(ctx context.Context, e *Event, group []storage.R
 		}
 	}
 	return fmt.Errorf("%w: partition %d offset %d: WSID %d: records already stored %v (of %d in the batch; mode %v); not overwritten; the event at this offset is stored",
-		ErrConflict, w.o.Partition, e.Offset, e.WSID, taken, len(group), w.o.Mode)
+		ErrRecordConflict, w.o.Partition, e.Offset, e.WSID, taken, len(group), w.o.Mode)
 }

@@ -19,6 +19,9 @@
 //	floors:        pKey = the offset's pKey, cCols = u32 FloorsCC (2)
 //	               value = n × (u16 SeqID ‖ u64 floor), ascending SeqIDs
 //	               (floors.go; written by `cqlseq advance` only)
+//	PLog writes:   pKey = the offset's pKey, cCols = u32 PLogWritesCC (3)
+//	               value = u8 PLogWrites: 0 conditional, 1 versioned
+//	               (plogwrites.go; written by every owner as it opens)
 //	layout:        pKey = u32 PKeyPrefixSeqStorageApp (4) ‖ u32 ClusterAppID
 //	               cCols = u32 PartitionCountCC (0)
 //	               value = u64 number of partitions; written once (layout.go)
@@ -68,6 +71,9 @@ const (
 	// FloorsCC is the clustering key of a partition's number floors
 	// (floors.go).
 	FloorsCC uint32 = 2
+	// PLogWritesCC is the clustering key of how a partition's last owner
+	// wrote its PLog (plogwrites.go).
+	PLogWritesCC uint32 = 3
 )
 
 // WSKey returns the partition key of a workspace's numbers.

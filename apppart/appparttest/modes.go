@@ -27,7 +27,9 @@ var ModeOrder = []plog.Mode{
 // ModeOrder in turn, runs commands in a few workspaces each time and
 // closes it: every number handed out is above every number handed out
 // before in its (WSID, SeqID), whichever mode issued it, and the offsets
-// continue without a gap. The even-numbered opens leave an unflushed tail
+// continue without a gap, but for the rest of a PLog block that an owner
+// seals as it opens in trust2 or after a trust2 owner (apppart's
+// sealZone): its first offset is the next block's. The even-numbered opens leave an unflushed tail
 // for the next one to replay; the odd ones flush everything, so that the
 // next open (each fenced → trust change among them) must take its numbers
 // from the stored cells: a replay of the tail would hide a wrong read.
@@ -41,6 +43,9 @@ func ModeChangesReissueNoNumber(t *testing.T, st storage.Storage, part isequence
 			o.Sequencer.BatcherDelay = time.Hour // no flush before Close: a tail
 		}
 		p := Open(t, o)
+		if i > 0 && (mode == plog.ModeTrust2 || ModeOrder[i-1] == plog.ModeTrust2) {
+			next = plog.ZoneMarker(part, next).NextOffset()
+		}
 		for j := range workspaces * perWorkspace {
 			cmd := Cmd(WS(part, 1+j%workspaces))
 			r, err := Do(t, p, cmd)

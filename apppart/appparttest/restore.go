@@ -77,7 +77,11 @@ func RestoreAndAdvance(t *testing.T, env RestoreEnv, part isequencer.PartitionID
 		maxes.Add(a.cmd, a.res)
 		maxOff = max(maxOff, a.res.Offset)
 	}
-	m := apppart.Margins{Numbers: 100, Offsets: 100} // 40 commands since the backup: each sequence took at most 40
+	// 40 commands since the backup: each sequence took at most 40, and the
+	// offsets at most 40 past the rest of a PLog block and the next one
+	// (an owner that opens in trust2, or after one, starts at the next
+	// block: apppart's sealZone).
+	m := apppart.Margins{Numbers: 100, Offsets: 100 + 2*plog.EventsPerPartition}
 	adv, err := apppart.Advance(ctx, Options(env.Store(t), part, mode), m)
 	require.NoError(t, err)
 	after := run(append(old, fresh), 12)

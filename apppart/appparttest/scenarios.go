@@ -76,9 +76,10 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 // storage/faulty wrapper of st that fails event writes mid-stream: 2% are
 // refused, 2% are applied and then reported as of unknown outcome (in
 // trust2 mode the rules hit the sequencer's number flushes too, which it
-// retries). The partition actualizes after each failure and goes on: no
-// number is handed out twice, neither to callers nor in the PLog, which
-// holds contiguous offsets.
+// retries). The partition actualizes after each failure and goes on (in
+// trust2 it writes the failed group again, the same bytes, until stored:
+// no command fails): no number is handed out twice, neither to callers nor
+// in the PLog, which holds contiguous offsets.
 //
 // Trust levels 0 and 1 and the fenced mode insert events with
 // ApplyBatchIf (trust0 its records too: a fault there fails one command as
@@ -118,9 +119,13 @@ func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer
 	}
 	require.NoError(t, p.Close())
 	fs.Clear()
-	require.Positive(t, failed)
 	if mode != plog.ModeTrust2 {
+		require.Positive(t, failed)
 		assert.Equal(t, int(fs.Injected()), failed, "every injected fault failed one command")
+	} else {
+		// trust2 writes a failed group again, the same bytes, until it is
+		// stored: a fault delays its commands, none fails.
+		require.Positive(t, fs.Injected())
 	}
 
 	rd, err := plog.NewReader(st, plog.ReaderOptions{})
@@ -137,7 +142,9 @@ func FailedWritesReuseNoNumber(t *testing.T, st storage.Storage, part isequencer
 	}))
 	lost := int(pr.Events) - len(results)
 	t.Logf("%d commands: %d succeeded, %d failed of which %d were applied (unknown outcome)", commands, len(results), failed, lost)
-	assert.Positive(t, lost, "some events were applied although their write was reported failed")
+	if mode != plog.ModeTrust2 { // trust2 stores every command: none failed
+		assert.Positive(t, lost, "some events were applied although their write was reported failed")
+	}
 	assert.LessOrEqual(t, lost, failed)
 }
 

@@ -212,6 +212,9 @@ func joinUints(vs []uint64) string {
 }
 
 func formatEvent(e *plog.Event) string {
+	if e.Skip > 0 && e.Void {
+		return fmt.Sprintf("offset %d: void marker: offsets %d..%d hold no event (writes in doubt abandoned)", e.Offset, e.Offset+1, e.NextOffset()-1)
+	}
 	if e.Skip > 0 {
 		return fmt.Sprintf("offset %d: gap marker: offsets %d..%d hold no event (cqlseq advance)", e.Offset, e.Offset+1, e.NextOffset()-1)
 	}
