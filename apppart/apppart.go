@@ -111,6 +111,8 @@ type Partition struct {
 	// pathStart is an offset the PLog's readers read: where the replay
 	// began when the partition opened (Settle reads from it).
 	pathStart isequencer.PLogOffset
+	// records writes the record rows of an event Settle finds stored.
+	records plog.RecordsWriter
 
 	mu      sync.Mutex
 	seq     *isequencer.Sequencer

@@ -199,6 +199,7 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 		seqTypes: o.SeqTypes, shape: newEventShape(o.RecordSeqs, o.WLogOffsetSeq),
 		logger: o.Logger, mode: o.Mode, epoch: epoch, deadline: o.LeaseDeadline, hooks: o.Hooks, m: o.Metrics,
 		seq: seq, cleanup: cleanup, part: o.Partition, reader: reader, pathStart: max(own.StoredNext, 1),
+		records: gw.(plog.RecordsWriter),
 		flow: newCommitter(flowConfig{
 			log: writerLog{gw}, durable: seq, metrics: o.Metrics, maxGroup: o.MaxGroupEvents, timeout: o.WriteTimeout,
 			hooks: o.Hooks, logger: o.Logger, rewriteUnknown: o.Mode == plog.ModeTrust2,

@@ -97,7 +97,10 @@ var ErrRestored = errors.New("apppart: settle: the store was restored: the PLog 
 // Settle returns the final outcome of cmd's event that Do answered with
 // res (res as Do returned it, with an Unknown outcome or any other):
 // Stored if the event stored at res.Offset is cmd's (its workspace, its
-// numbers res.Numbers and its payload), NotStored if it is another's.
+// numbers res.Numbers and its payload), once its record rows are written
+// too (an event whose write's outcome was unknown may have landed without
+// them: Settle writes them, as the mode writes records, idempotently),
+// NotStored if it is another's.
 //
 // It first waits, bounded by ctx, until the offset is final: every event
 // up to it durable for this owner (isequencer.Sequencer.DurableNext past
@@ -162,10 +165,15 @@ func (p *Partition) Settle(ctx context.Context, cmd Command, res Result) (Outcom
 	case e.Skip > 0:
 		return Unknown, fmt.Errorf("%w: PLog offset %d: in the gap of the marker at %d, offsets %d..%d (written by `cqlseq advance`)", ErrRestored, off, e.Offset, e.Offset, e.NextOffset()-1)
 	}
-	if bytes.Equal(e.enc, wantBytes) {
-		return Stored, nil
+	if !bytes.Equal(e.enc, wantBytes) {
+		return NotStored, nil
 	}
-	return NotStored, nil
+	// The event may have landed without its records (its write's outcome
+	// was unknown, and the replay took it): Stored means with them.
+	if err := p.records.WriteRecords(ctx, &want); err != nil {
+		return Unknown, fmt.Errorf("apppart: settle PLog offset %d: the event is stored; writing its records: %w", off, err)
+	}
+	return Stored, nil
 }
 
 // claimIdle makes offsets up to off final on an idle partition: when
@@ -191,7 +199,7 @@ func (p *Partition) claimIdle(off isequencer.PLogOffset) {
 		return
 	}
 	d := p.seq.DurableNext()
-	if p.seq.NextOffset() != d || d > off || !p.seq.Ready() {
+	if next, ok := p.seq.NextOffset(); !ok || next != d || d > off || !p.seq.Ready() {
 		return
 	}
 	at, ok := p.seq.Skip(max(uint64(off-d), 1))

@@ -532,10 +532,17 @@ func (s *Sequencer) Flush() {
 	}
 }
 
-// NextOffset returns the PLog offset the next transaction (or Skip) takes.
-// Like Start it is called by the caller's goroutine, outside a
-// transaction. With DurableNext equal to it, nothing taken is in flight.
-func (s *Sequencer) NextOffset() PLogOffset { return s.caller.nextOffset }
+// NextOffset returns the PLog offset the next transaction (or Skip) takes;
+// ok is false while the sequencer is actualizing or closed (the offset is
+// not known yet). Like Start it is called by the caller's goroutine,
+// outside a transaction. With DurableNext equal to it, nothing taken is in
+// flight.
+func (s *Sequencer) NextOffset() (PLogOffset, bool) {
+	if s.shared.state.Load() != 0 {
+		return 0, false
+	}
+	return s.caller.nextOffset, true
+}
 
 // Skip takes the next PLog offset for a gap marker that also covers the n
 // offsets after it (n >= 1), outside of a Sequencing Transaction: it

@@ -1,0 +1,338 @@
+// Package simulation runs the real partition code of many successive
+// owners of one application partition (apppart, seqstorage, plog,
+// vvmadapter, and the `actualize --write` tool's steps) over a storage
+// adversary (storage/adversary) that plays, from a seed, everything the
+// storage contract allows: writes that land late, in part or never,
+// answers lost, conditional writes applied after their owner died, failed
+// reads. Owners open in random modes (so the mode changes between opens),
+// take commands from several clients, settle their unknown outcomes,
+// crash or close; then every held write lands or is dropped, and the run
+// is checked with the project's own checker (plogcheck) and against every
+// final answer a caller was given.
+//
+// It reaches what the fault campaign on a real cluster cannot produce on
+// demand; it replaces none of it. Every choice of a run derives from its
+// seed: the adversary's (one generator, in the order of the storage
+// calls), the simulation's (the owners' modes, commands, crashes), and,
+// with Options.Clients 1, the order of the calls too, so that a seed
+// replays its run exactly; with more clients the goroutines' interleaving
+// may differ between replays.
+package simulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cqlseq/cqlseq/apppart"
+	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/plog/plogcheck"
+	"github.com/cqlseq/cqlseq/seqstorage"
+	"github.com/cqlseq/cqlseq/storage/adversary"
+	"github.com/cqlseq/cqlseq/storage/mem"
+)
+
+// The simulated application partition.
+const (
+	App       isequencer.ClusterAppID = 1
+	Partition isequencer.PartitionID  = 1
+	Kind      isequencer.WSKind       = 1
+	SeqWLog   isequencer.SeqID        = 1
+	SeqRecord isequencer.SeqID        = 2
+	// FirstRecordID is the record sequence's initial value.
+	FirstRecordID isequencer.Number = 1 << 20
+)
+
+// Options configure a run. The zero value is a run of the defaults.
+type Options struct {
+	// Owners is how many owners open the partition in turn (default 6);
+	// each makes 1 to 2*Commands commands (default 8).
+	Owners, Commands int
+	// Clients is how many goroutines of an owner make its commands at once
+	// (default 3; 1 replays a seed exactly).
+	Clients int
+	// Workspaces the commands spread over (default 4).
+	Workspaces int
+	// Modes the owners pick from at random (default all four).
+	Modes []plog.Mode
+	// Adversary tunes the storage adversary; its Seed and Multi are set by
+	// Run from the seed.
+	Adversary adversary.Options
+	// Logger receives the partitions' logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// EnsureDefaults sets zero fields to their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Owners == 0 {
+		o.Owners = 6
+	}
+	if o.Commands == 0 {
+		o.Commands = 8
+	}
+	if o.Clients == 0 {
+		o.Clients = 3
+	}
+	if o.Workspaces == 0 {
+		o.Workspaces = 4
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Report is what one run did and found.
+type Report struct {
+	Seed  int64
+	Multi bool // the embedded-store flavour of the adversary
+	// Modes are the owners' modes, in order; Crashed the owners that
+	// crashed rather than closed; Tools the `actualize --write` runs.
+	Modes          []plog.Mode
+	Crashed, Tools int
+	// OpenFailed counts opens the adversary made fail; Stopped the
+	// partitions that stopped (a refusal: a conflict or a fence).
+	OpenFailed, Stopped int
+	// Commands answered, by outcome: Acked (Stored, by Do), NotStored,
+	// Unknown (Do), and Settled (Unknown made final by Settle).
+	Commands, Acked, NotStored, Unknown, Settled int
+	// Adversary is what the adversary did.
+	Adversary adversary.Stats
+	// Findings are the violations found: plogcheck's over the PLog and
+	// the stored numbers, and over the acknowledged commands, and every
+	// final answer the PLog contradicts. Empty: the run passed.
+	Findings []string
+	// Trace is the adversary's last actions (for a failed run).
+	Trace []string
+}
+
+// OK reports whether the run found nothing.
+func (r *Report) OK() bool { return len(r.Findings) == 0 }
+
+// Run runs the simulation of seed and checks it. An error is a run that
+// could not be carried out (not a finding).
+func Run(ctx context.Context, seed int64, o Options) (*Report, error) {
+	o.EnsureDefaults()
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	inner := mem.New(mem.Options{})
+	ao := o.Adversary
+	ao.Seed, ao.Multi = seed, rng.IntN(2) == 0
+	core, err := adversary.New(inner, ao)
+	if err != nil {
+		return nil, fmt.Errorf("simulation: %w", err)
+	}
+	defer core.Close()
+	w := &world{o: o, rng: rng, core: core, rep: &Report{Seed: seed, Multi: ao.Multi}}
+	for i := range o.Owners {
+		if rng.IntN(7) == 0 {
+			w.tool(ctx, i)
+		}
+		w.owner(ctx, i)
+		if rng.IntN(2) == 0 {
+			core.DeliverSome()
+		}
+	}
+	core.DeliverAll()
+	w.rep.Adversary = core.Stats()
+	if err := w.check(ctx, inner); err != nil {
+		return nil, err
+	}
+	if !w.rep.OK() {
+		w.rep.Trace = core.Trace()
+	}
+	return w.rep, nil
+}
+
+var debugAnswers = false
+
+// world is one run's state.
+type world struct {
+	o    Options
+	rng  *rand.Rand
+	core *adversary.Core
+	rep  *Report
+
+	mu      sync.Mutex
+	acks    []plogcheck.Ack
+	answers []answer
+	payload int
+}
+
+// answer is a final answer a caller was given: its command's event is
+// stored at Offset (Stored) or not and never will be (NotStored).
+type answer struct {
+	cmd     apppart.Command
+	res     apppart.Result
+	outcome apppart.Outcome
+	by      string
+}
+
+func (w *world) openOptions(st adversary.Client, mode plog.Mode) apppart.OpenOptions {
+	return apppart.OpenOptions{
+		Storage: st, App: App, Partition: Partition, Mode: mode,
+		SeqTypes:      map[isequencer.WSKind]map[isequencer.SeqID]isequencer.Number{Kind: {SeqWLog: 1, SeqRecord: FirstRecordID}},
+		RecordSeqs:    []isequencer.SeqID{SeqRecord},
+		WLogOffsetSeq: SeqWLog,
+		Sequencer: isequencer.Params{
+			RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, BatcherDelay: time.Duration(w.rng.IntN(3)) * time.Millisecond,
+		},
+		StorageTimeout: time.Second, WriteTimeout: time.Second,
+		MaxGroupEvents: 1 + w.rng.IntN(8),
+		Logger:         w.o.Logger,
+	}
+}
+
+// tool runs `cqlseq actualize --write`'s steps as a process of its own: a
+// takeover (fencing the PLog) and a replay that stores the numbers and
+// next offset it found; it may fail anywhere.
+func (w *world) tool(ctx context.Context, i int) {
+	w.rep.Tools++
+	cl := w.core.Client(fmt.Sprintf("tool-%d", i))
+	defer cl.Crash()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	own, err := seqstorage.TakeOver(ctx, seqstorage.TakeOverOptions{Storage: cl, App: App, Partition: Partition, FencePLog: cl})
+	if err != nil {
+		return
+	}
+	rd, err := plog.NewReader(cl, plog.ReaderOptions{})
+	if err != nil {
+		return
+	}
+	ss, err := seqstorage.New(seqstorage.Options{Storage: cl, App: App, Partition: Partition, Reader: rd, Owner: own.Owner, Timeout: time.Second})
+	if err != nil {
+		return
+	}
+	_, _ = ss.ActualizeOnce(ctx, map[isequencer.SeqID]isequencer.Number{SeqWLog: 1, SeqRecord: FirstRecordID}, true)
+}
+
+// owner opens the partition as a process of its own, runs its commands
+// from Options.Clients goroutines, settles what it can, and crashes or
+// closes.
+func (w *world) owner(ctx context.Context, i int) {
+	mode := w.o.Modes[w.rng.IntN(len(w.o.Modes))]
+	w.rep.Modes = append(w.rep.Modes, mode)
+	cl := w.core.Client(fmt.Sprintf("owner-%d-%v", i, mode))
+	defer cl.Crash() // the process is gone: its held writes may still land
+	openCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	p, err := apppart.Open(openCtx, w.openOptions(cl, mode))
+	cancel()
+	if err != nil {
+		w.rep.OpenFailed++
+		return
+	}
+	n := 1 + w.rng.IntN(2*w.o.Commands)
+	cmds := make([]apppart.Command, n)
+	for k := range cmds {
+		w.payload++
+		cmds[k] = apppart.Command{
+			WSKind: Kind, WSID: isequencer.WSID(1 + w.rng.IntN(w.o.Workspaces)),
+			Seqs: []isequencer.SeqID{SeqWLog, SeqRecord}, Payload: fmt.Appendf(nil, "cmd %d", w.payload),
+		}
+	}
+	crash := w.rng.IntN(2) == 0
+	var (
+		next    int
+		nextMu  sync.Mutex
+		unknown []answer
+		wg      sync.WaitGroup
+	)
+	for range w.o.Clients {
+		wg.Go(func() {
+			for {
+				nextMu.Lock()
+				k := next
+				next++
+				nextMu.Unlock()
+				if k >= len(cmds) {
+					return
+				}
+				a, stop := w.do(ctx, p, cmds[k])
+				if a.outcome == apppart.Unknown {
+					nextMu.Lock()
+					unknown = append(unknown, a)
+					nextMu.Unlock()
+				}
+				if stop {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, a := range unknown {
+		sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		got, err := p.Settle(sctx, a.cmd, a.res)
+		cancel()
+		if err == nil && (got == apppart.Stored || got == apppart.NotStored) {
+			w.answer(a.cmd, a.res, got, "settle")
+			w.rep.Settled++
+		}
+	}
+	if crash {
+		w.rep.Crashed++
+		cl.Crash()
+	}
+	_ = p.Close()
+}
+
+// do runs one command, retrying ErrBusy a while, and records its answer;
+// stop reports a partition that takes no more commands.
+func (w *world) do(ctx context.Context, p *apppart.Partition, cmd apppart.Command) (a answer, stop bool) {
+	for attempt := 0; ; attempt++ {
+		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		res, err := p.Do(dctx, cmd)
+		cancel()
+		if errors.Is(err, apppart.ErrBusy) && attempt < 200 {
+			time.Sleep(500 * time.Microsecond)
+			continue
+		}
+		a = answer{cmd: cmd, res: res, outcome: apppart.OutcomeOf(err)}
+		w.mu.Lock()
+		w.rep.Commands++
+		w.mu.Unlock()
+		switch a.outcome {
+		case apppart.Stored, apppart.NotStored:
+			w.answer(cmd, res, a.outcome, "do")
+		case apppart.Unknown:
+			w.mu.Lock()
+			w.rep.Unknown++
+			w.mu.Unlock()
+		}
+		if errors.Is(err, apppart.ErrStopped) {
+			w.mu.Lock()
+			w.rep.Stopped++
+			w.mu.Unlock()
+		}
+		return a, errors.Is(err, apppart.ErrStopped) || errors.Is(err, apppart.ErrClosed) || errors.Is(err, apppart.ErrNotLeader)
+	}
+}
+
+// answer records a final answer; a Stored one is an acknowledgement.
+func (w *world) answer(cmd apppart.Command, res apppart.Result, outcome apppart.Outcome, by string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.answers = append(w.answers, answer{cmd: cmd, res: res, outcome: outcome, by: by})
+	if debugAnswers {
+		fmt.Printf("answer %s %v ws %d off %d nums %v %q\n", by, outcome, cmd.WSID, res.Offset, res.Numbers, cmd.Payload)
+	}
+	if outcome == apppart.NotStored {
+		w.rep.NotStored++
+		return
+	}
+	if by == "do" {
+		w.rep.Acked++
+	}
+	w.acks = append(w.acks, plogcheck.Ack{
+		Partition: Partition, Offset: res.Offset, WSID: cmd.WSID, Payload: cmd.Payload,
+		Numbers: []plog.SeqNumber{{SeqID: SeqWLog, Number: res.Numbers[0]}, {SeqID: SeqRecord, Number: res.Numbers[1]}},
+	})
+}

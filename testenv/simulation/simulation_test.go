@@ -1,0 +1,132 @@
+package simulation
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/cqlseq/cqlseq/plog"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var (
+	runs    = flag.Int("sim.runs", envInt("CQLSEQ_SIM_RUNS", 2000), "simulation runs of TestSimulation (CQLSEQ_SIM_RUNS)")
+	first   = flag.Int64("sim.seed", envInt64("CQLSEQ_SIM_SEED", 1), "first seed of TestSimulation (CQLSEQ_SIM_SEED)")
+	workers = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 8), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits")
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func envInt64(name string, def int64) int64 {
+	if v, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil {
+		return v
+	}
+	return def
+}
+
+// TestSimulation runs seeds first .. first+runs-1, sim.workers at a time,
+// and fails if any finds a violation, printing the first failing seeds'
+// findings and the adversary's last actions. A failing seed replays with
+// -sim.seed S -sim.runs 1 (add it to TestSimulationRegressions once
+// understood).
+func TestSimulation(t *testing.T) {
+	ctx := context.Background()
+	began := time.Now()
+	seeds := make(chan int64)
+	reports := make(chan *Report)
+	var wg sync.WaitGroup
+	for range *workers {
+		wg.Go(func() {
+			for seed := range seeds {
+				r, err := Run(ctx, seed, Options{})
+				if err != nil {
+					r = &Report{Seed: seed, Findings: []string{"run failed: " + err.Error()}}
+				}
+				reports <- r
+			}
+		})
+	}
+	go func() {
+		defer close(seeds)
+		for seed := *first; seed < *first+int64(*runs); seed++ {
+			seeds <- seed
+		}
+	}()
+	go func() { wg.Wait(); close(reports) }()
+	var total Report
+	var failed []*Report
+	modes := map[plog.Mode]int{}
+	changes := 0
+	for r := range reports {
+		if !r.OK() {
+			failed = append(failed, r)
+			continue
+		}
+		add(&total, r)
+		for i, m := range r.Modes {
+			modes[m]++
+			if i > 0 && r.Modes[i-1] != m {
+				changes++
+			}
+		}
+	}
+	took := time.Since(began)
+	slices.SortFunc(failed, func(a, b *Report) int { return cmp.Compare(a.Seed, b.Seed) })
+	for i, r := range failed {
+		if i == 3 {
+			t.Errorf("... and %d more failing seeds", len(failed)-3)
+			break
+		}
+		t.Errorf("seed %d (multi %v, modes %v): %d findings:\n  %s\nadversary's last actions:\n  %s",
+			r.Seed, r.Multi, r.Modes, len(r.Findings), strings.Join(r.Findings, "\n  "), strings.Join(r.Trace, "\n  "))
+	}
+	a := total.Adversary
+	t.Logf("%d runs (seeds %d..%d, %d at once) in %v: %.1f runs/s; %d failed",
+		*runs, *first, *first+int64(*runs)-1, *workers, took.Round(time.Millisecond), float64(*runs)/took.Seconds(), len(failed))
+	t.Logf("%d owners (%v), %d mode changes, %d crashed, %d tools, %d opens failed, %d partitions stopped",
+		len(total.Modes), modes, changes, total.Crashed, total.Tools, total.OpenFailed, total.Stopped)
+	t.Logf("commands %d: %d acknowledged, %d not stored, %d unknown (%d settled)", total.Commands, total.Acked, total.NotStored, total.Unknown, total.Settled)
+	t.Logf("adversary: %d calls; writes lost %d, held %d, partial %d; conditional lost %d, held %d, not sent %d; reads failed %d; landed late %d (%d between calls), dropped %d",
+		a.Calls, a.WriteLost, a.WriteHeld, a.WritePartial, a.CondLost, a.CondHeld, a.CondNotSent, a.ReadFailed, a.Landed, a.LandedBeforeCall, a.Dropped)
+}
+
+// add sums r into total.
+func add(total, r *Report) {
+	total.Modes = append(total.Modes, r.Modes...)
+	total.Crashed += r.Crashed
+	total.Tools += r.Tools
+	total.OpenFailed += r.OpenFailed
+	total.Stopped += r.Stopped
+	total.Commands += r.Commands
+	total.Acked += r.Acked
+	total.NotStored += r.NotStored
+	total.Unknown += r.Unknown
+	total.Settled += r.Settled
+	a, b := &total.Adversary, r.Adversary
+	a.Calls += b.Calls
+	a.WriteLost += b.WriteLost
+	a.WriteHeld += b.WriteHeld
+	a.WritePartial += b.WritePartial
+	a.CondLost += b.CondLost
+	a.CondHeld += b.CondHeld
+	a.CondNotSent += b.CondNotSent
+	a.ReadFailed += b.ReadFailed
+	a.Landed += b.Landed
+	a.LandedBeforeCall += b.LandedBeforeCall
+	a.Dropped += b.Dropped
+}
