@@ -5,8 +5,8 @@
 // storage contract allows: writes that land late, in part or never,
 // answers lost, conditional writes applied after their owner died, failed
 // reads. Owners open in random modes (so the mode changes between opens),
-// take commands from several clients, settle their unknown outcomes,
-// crash or close; then every held write lands or is dropped, and the run
+// take commands from several clients, settle the unknown outcomes (their
+// own and earlier owners'), and close, or crash with commands in flight; then every held write lands or is dropped, and the run
 // is checked with the project's own checker (plogcheck) and against every
 // final answer a caller was given.
 //
@@ -95,7 +95,8 @@ type Report struct {
 	Seed  int64
 	Multi bool // the embedded-store flavour of the adversary
 	// Modes are the owners' modes, in order; Crashed the owners that
-	// crashed rather than closed; Tools the `actualize --write` runs.
+	// crashed (with commands in flight) rather than closed; Tools the
+	// `actualize --write` runs.
 	Modes          []plog.Mode
 	Crashed, Tools int
 	// OpenFailed counts opens the adversary made fail; Stopped the
@@ -163,6 +164,7 @@ type world struct {
 	mu      sync.Mutex
 	acks    []plogcheck.Ack
 	answers []answer
+	pending []answer // Unknown answers not settled yet
 	payload int
 }
 
@@ -238,12 +240,19 @@ func (w *world) owner(ctx context.Context, i int) {
 			Seqs: []isequencer.SeqID{SeqWLog, SeqRecord}, Payload: fmt.Appendf(nil, "cmd %d", w.payload),
 		}
 	}
-	crash := w.rng.IntN(2) == 0
+	// Half the owners crash: at a random command, the process dies with
+	// the commands in flight (it sends nothing more, settles nothing);
+	// what it sent may still land.
+	crashAt := -1
+	if w.rng.IntN(2) == 0 {
+		crashAt = w.rng.IntN(len(cmds))
+		w.rep.Crashed++
+	}
 	var (
-		next    int
-		nextMu  sync.Mutex
-		unknown []answer
-		wg      sync.WaitGroup
+		next   int
+		dead   bool
+		nextMu sync.Mutex
+		wg     sync.WaitGroup
 	)
 	for range w.o.Clients {
 		wg.Go(func() {
@@ -251,14 +260,19 @@ func (w *world) owner(ctx context.Context, i int) {
 				nextMu.Lock()
 				k := next
 				next++
+				if k == crashAt {
+					dead = true
+					cl.Crash()
+				}
+				stop := dead || k >= len(cmds)
 				nextMu.Unlock()
-				if k >= len(cmds) {
+				if stop {
 					return
 				}
 				a, stop := w.do(ctx, p, cmds[k])
 				if a.outcome == apppart.Unknown {
 					nextMu.Lock()
-					unknown = append(unknown, a)
+					w.pending = append(w.pending, a)
 					nextMu.Unlock()
 				}
 				if stop {
@@ -268,27 +282,36 @@ func (w *world) owner(ctx context.Context, i int) {
 		})
 	}
 	wg.Wait()
-	for _, a := range unknown {
-		sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if !dead {
+		w.settle(ctx, p)
+	}
+	_ = p.Close()
+}
+
+// settle asks p to settle every command whose outcome is still unknown,
+// this owner's and earlier owners' (a caller settles with whichever owner
+// holds the partition), and keeps those that stay unknown.
+func (w *world) settle(ctx context.Context, p *apppart.Partition) {
+	still := w.pending[:0]
+	for _, a := range w.pending {
+		sctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 		got, err := p.Settle(sctx, a.cmd, a.res)
 		cancel()
 		if err == nil && (got == apppart.Stored || got == apppart.NotStored) {
 			w.answer(a.cmd, a.res, got, "settle")
 			w.rep.Settled++
+			continue
 		}
+		still = append(still, a)
 	}
-	if crash {
-		w.rep.Crashed++
-		cl.Crash()
-	}
-	_ = p.Close()
+	w.pending = still
 }
 
 // do runs one command, retrying ErrBusy a while, and records its answer;
 // stop reports a partition that takes no more commands.
 func (w *world) do(ctx context.Context, p *apppart.Partition, cmd apppart.Command) (a answer, stop bool) {
 	for attempt := 0; ; attempt++ {
-		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 		res, err := p.Do(dctx, cmd)
 		cancel()
 		if errors.Is(err, apppart.ErrBusy) && attempt < 200 {
