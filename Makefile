@@ -13,8 +13,9 @@
 #   make test-cluster       the replicated-cluster tests: RF=3 at LOCAL_QUORUM /
 #                           LOCAL_SERIAL on CQLSEQ_CQL_HOSTS or a 3-node cluster
 #                           it starts and stops (not part of make test: slow)
-#   make torture            the crash and fault campaign on a 3-node cluster it
-#                           starts and stops (TORTURE_ARGS adds flags)
+#   make torture            make simulate, then the crash and fault campaign on a
+#                           3-node cluster it starts and stops (TORTURE_ARGS adds flags)
+#   make simulate           the storage-contract simulation, SIM_RUNS seeds (20,000)
 #   make gray-check         issue 22's gray-failure check (part of make test): a node
 #                           of a 3-node cluster SIGSTOPped 10 s under load (GRAY_ARGS),
 #                           then integration/grayfailure on the same cluster
@@ -65,8 +66,11 @@ RECOVERY_NODES ?= 1
 RECOVERY_RF  ?= 3
 RECOVERY_PAUSE ?=
 FIGURES_COUNT ?= 5
+# simulate: the seeds it runs (make test runs 1..2000 in its unit tests).
+SIM_RUNS     ?= 20000
+SIM_SEED     ?= 2001
 
-.PHONY: help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
+.PHONY: simulate help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
 
 all: build
 
@@ -216,7 +220,7 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 # without partition runs the rest). Whatever the outcome, also on Ctrl-C, the
 # campaign's iptables rules are removed, paused nodes resumed, and the
 # cluster it started is stopped.
-torture: $(LAUNCHER)
+torture: $(LAUNCHER) simulate
 	GOBIN=$(CACHE)/tools $(GO) install github.com/tsenart/vegeta/v12@v12.13.0
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
@@ -229,6 +233,13 @@ torture: $(LAUNCHER)
 	  $(LAUNCHER) up -nodes 3 -heap $(NODE_HEAP) -timeout 600s -crash-safe -state "$$state" >/dev/null; \
 	fi; \
 	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -state "$$state" -vegeta $(CACHE)/tools/vegeta $(TORTURE_ARGS)
+
+# simulate runs the storage-contract simulation (testenv/simulation: owners
+# in random modes over storage/adversary, checked by plogcheck) for
+# SIM_RUNS seeds from SIM_SEED (make test's unit tests run seeds
+# 1..2000; make torture runs this first, from seed 2001).
+simulate:
+	$(GO) test -count=1 -timeout 60m -run '^TestSimulation$$' -v ./testenv/simulation/ -args -sim.runs $(SIM_RUNS) -sim.seed $(SIM_SEED) | grep -v '^=== RUN'
 
 # gray-check is issue 22's gray-failure check, run by make test (about 2
 # minutes with the cluster start): a 3-node cluster (or CLUSTER_STATE_FILE's),

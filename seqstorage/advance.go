@@ -86,7 +86,9 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	fail := func(err error) (*Advanced, error) {
 		return nil, fmt.Errorf("seqstorage: advancing app %d partition %d: %w", s.o.App, s.o.Partition, err)
 	}
-	stored, err := s.ReadNextPLogOffset()
+	rctx, cancel := s.callWithin(ctx)
+	stored, err := s.readNextPLogOffset(rctx)
+	cancel()
 	if err != nil {
 		return fail(err)
 	}

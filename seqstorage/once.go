@@ -64,7 +64,9 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 	if write && s.o.Owner == nil {
 		return nil, fmt.Errorf("%w: app %d partition %d: actualizing with write", ErrNotOwner, s.o.App, s.o.Partition)
 	}
-	stored, err := s.ReadNextPLogOffset()
+	rctx, cancel := s.callWithin(ctx)
+	stored, err := s.readNextPLogOffset(rctx)
+	cancel()
 	if err != nil {
 		return nil, err
 	}

@@ -275,6 +275,12 @@ func applyFloors(floors map[isequencer.SeqID]isequencer.Number, ids []isequencer
 func (s *Storage) ReadNextPLogOffset() (isequencer.PLogOffset, error) {
 	ctx, cancel := s.call()
 	defer cancel()
+	return s.readNextPLogOffset(ctx)
+}
+
+// readNextPLogOffset is ReadNextPLogOffset within ctx: a caller's
+// (callWithin) or the call's own (call).
+func (s *Storage) readNextPLogOffset(ctx context.Context) (isequencer.PLogOffset, error) {
 	if _, err := s.readFloors(ctx); err != nil {
 		return 0, err
 	}

@@ -24,8 +24,10 @@ import (
 //     Settle did) is in the PLog at its offset with its workspace, numbers
 //     and payload, with its record row naming it; no offset or number
 //     acknowledged twice; no number going back;
-//   - every NotStored answer: the PLog does not hold the command's event
-//     at its offset;
+//   - every final answer: the PLog holds the command's event at its offset
+//     if and only if the answer was Stored (also for a command answered
+//     stored with its records refused, which plogcheck.Acks does not
+//     check);
 //   - no command's payload at two offsets (an event applied twice).
 func (w *world) check(ctx context.Context, st storage.Storage) error {
 	rd, err := plog.NewReader(st, plog.ReaderOptions{})
@@ -60,8 +62,11 @@ func (w *world) check(ctx context.Context, st storage.Storage) error {
 		return fmt.Errorf("simulation: seed %d: reading the PLog: %w", w.rep.Seed, err)
 	}
 	for _, a := range w.answers {
-		if a.outcome == apppart.NotStored && bytes.Equal(at[a.res.Offset], a.cmd.Payload) {
+		switch held := bytes.Equal(at[a.res.Offset], a.cmd.Payload); {
+		case a.outcome == apppart.NotStored && held:
 			w.rep.Findings = append(w.rep.Findings, fmt.Sprintf("%s answered %q at offset %d not stored, and the PLog holds it there", a.by, a.cmd.Payload, a.res.Offset))
+		case a.outcome == apppart.Stored && !held:
+			w.rep.Findings = append(w.rep.Findings, fmt.Sprintf("%s answered %q at offset %d stored, and the PLog does not hold it there", a.by, a.cmd.Payload, a.res.Offset))
 		}
 	}
 	return nil

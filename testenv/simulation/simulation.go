@@ -34,6 +34,7 @@ import (
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/plog/plogcheck"
 	"github.com/cqlseq/cqlseq/seqstorage"
+	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/adversary"
 	"github.com/cqlseq/cqlseq/storage/mem"
 )
@@ -100,8 +101,10 @@ type Report struct {
 	Modes          []plog.Mode
 	Crashed, Tools int
 	// OpenFailed counts opens the adversary made fail; Stopped the
-	// partitions that stopped (a refusal: a conflict or a fence).
-	OpenFailed, Stopped int
+	// partitions that stopped (a refusal: a conflict or a fence);
+	// StrayRecords the record rows planted (strayRecord), RecordsRefused
+	// the commands answered stored with their records refused.
+	OpenFailed, Stopped, StrayRecords, RecordsRefused int
 	// Commands answered, by outcome: Acked (Stored, by Do), NotStored,
 	// Unknown (Do), and Settled (Unknown made final by Settle).
 	Commands, Acked, NotStored, Unknown, Settled int
@@ -131,10 +134,13 @@ func Run(ctx context.Context, seed int64, o Options) (*Report, error) {
 		return nil, fmt.Errorf("simulation: %w", err)
 	}
 	defer core.Close()
-	w := &world{o: o, rng: rng, core: core, rep: &Report{Seed: seed, Multi: ao.Multi}}
+	w := &world{o: o, rng: rng, core: core, rep: &Report{Seed: seed, Multi: ao.Multi}, records: map[isequencer.WSID]isequencer.Number{}}
 	for i := range o.Owners {
 		if rng.IntN(7) == 0 {
 			w.tool(ctx, i)
+		}
+		if rng.IntN(8) == 0 {
+			w.strayRecord(ctx, inner)
 		}
 		w.owner(ctx, i)
 		if rng.IntN(2) == 0 {
@@ -166,6 +172,8 @@ type world struct {
 	answers []answer
 	pending []answer // Unknown answers not settled yet
 	payload int
+	// records holds, per workspace, the largest record ID acknowledged.
+	records map[isequencer.WSID]isequencer.Number
 }
 
 // answer is a final answer a caller was given: its command's event is
@@ -216,6 +224,19 @@ func (w *world) tool(ctx context.Context, i int) {
 	_, _ = ss.ActualizeOnce(ctx, map[isequencer.SeqID]isequencer.Number{SeqWLog: 1, SeqRecord: FirstRecordID}, true)
 }
 
+// strayRecord writes a record row that no event of the PLog creates, at
+// a record ID one of the next commands of a workspace is likely to take:
+// what another writer of the records, or a restore without `cqlseq
+// advance`, leaves. trust0 must refuse the ID (and answer the command's
+// stored event stored); the other modes overwrite the row.
+func (w *world) strayRecord(ctx context.Context, inner storage.Storage) {
+	ws := isequencer.WSID(1 + w.rng.IntN(w.o.Workspaces))
+	id := plog.RecordID(max(w.records[ws], FirstRecordID-1) + 1 + isequencer.Number(w.rng.IntN(3)))
+	if inner.Put(ctx, plog.RecordPKey(ws, id), plog.RecordCCols(id), plog.RecordValue(1<<40)) == nil {
+		w.rep.StrayRecords++
+	}
+}
+
 // owner opens the partition as a process of its own, runs its commands
 // from Options.Clients goroutines, settles what it can, and crashes or
 // closes.
@@ -230,6 +251,9 @@ func (w *world) owner(ctx context.Context, i int) {
 	if err != nil {
 		w.rep.OpenFailed++
 		return
+	}
+	if w.rng.IntN(2) == 0 {
+		w.core.DeliverSome() // late writes land after the takeover
 	}
 	n := 1 + w.rng.IntN(2*w.o.Commands)
 	cmds := make([]apppart.Command, n)
@@ -282,6 +306,9 @@ func (w *world) owner(ctx context.Context, i int) {
 		})
 	}
 	wg.Wait()
+	if w.rng.IntN(2) == 0 {
+		w.core.DeliverSome()
+	}
 	if !dead {
 		w.settle(ctx, p)
 	}
@@ -322,10 +349,14 @@ func (w *world) do(ctx context.Context, p *apppart.Partition, cmd apppart.Comman
 		w.mu.Lock()
 		w.rep.Commands++
 		w.mu.Unlock()
-		switch a.outcome {
-		case apppart.Stored, apppart.NotStored:
+		switch {
+		case a.outcome == apppart.Stored && err != nil:
+			// A trust0 record conflict: the event is stored, its records
+			// refused (a stray record row holds one).
+			w.answer(cmd, res, a.outcome, "do (records refused)")
+		case a.outcome == apppart.Stored, a.outcome == apppart.NotStored:
 			w.answer(cmd, res, a.outcome, "do")
-		case apppart.Unknown:
+		case a.outcome == apppart.Unknown:
 			w.mu.Lock()
 			w.rep.Unknown++
 			w.mu.Unlock()
@@ -351,8 +382,15 @@ func (w *world) answer(cmd apppart.Command, res apppart.Result, outcome apppart.
 		w.rep.NotStored++
 		return
 	}
-	if by == "do" {
+	if by != "settle" {
 		w.rep.Acked++
+	}
+	if by == "do (records refused)" {
+		w.rep.RecordsRefused++
+		return // checked for its event only (check), not for its records
+	}
+	for _, n := range res.Numbers[1:] {
+		w.records[cmd.WSID] = max(w.records[cmd.WSID], n)
 	}
 	w.acks = append(w.acks, plogcheck.Ack{
 		Partition: Partition, Offset: res.Offset, WSID: cmd.WSID, Payload: cmd.Payload,

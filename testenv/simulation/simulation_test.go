@@ -98,8 +98,8 @@ func TestSimulation(t *testing.T) {
 	a := total.Adversary
 	t.Logf("%d runs (seeds %d..%d, %d at once) in %v: %.1f runs/s; %d failed",
 		*runs, *first, *first+int64(*runs)-1, *workers, took.Round(time.Millisecond), float64(*runs)/took.Seconds(), len(failed))
-	t.Logf("%d owners (%v), %d mode changes, %d crashed, %d tools, %d opens failed, %d partitions stopped",
-		len(total.Modes), modes, changes, total.Crashed, total.Tools, total.OpenFailed, total.Stopped)
+	t.Logf("%d owners (%v), %d mode changes, %d crashed, %d tools, %d opens failed, %d partitions stopped; %d stray record rows, %d commands stored with their records refused",
+		len(total.Modes), modes, changes, total.Crashed, total.Tools, total.OpenFailed, total.Stopped, total.StrayRecords, total.RecordsRefused)
 	t.Logf("commands %d: %d acknowledged, %d not stored, %d unknown (%d settled)", total.Commands, total.Acked, total.NotStored, total.Unknown, total.Settled)
 	t.Logf("adversary: %d calls; writes lost %d, held %d, partial %d; conditional lost %d, held %d, not sent %d; reads failed %d; landed late %d (%d between calls), dropped %d",
 		a.Calls, a.WriteLost, a.WriteHeld, a.WritePartial, a.CondLost, a.CondHeld, a.CondNotSent, a.ReadFailed, a.Landed, a.LandedBeforeCall, a.Dropped)
@@ -112,6 +112,8 @@ func add(total, r *Report) {
 	total.Tools += r.Tools
 	total.OpenFailed += r.OpenFailed
 	total.Stopped += r.Stopped
+	total.StrayRecords += r.StrayRecords
+	total.RecordsRefused += r.RecordsRefused
 	total.Commands += r.Commands
 	total.Acked += r.Acked
 	total.NotStored += r.NotStored
