@@ -30,7 +30,8 @@ func actualizeWrite(t *testing.T, part isequencer.PartitionID) itest.CLIResult {
 // finding on the cluster (trust2): an owner crashed between its numbers
 // write and its first next-offset write; cqlseq actualize --write takes the
 // partition over and stores the numbers and offset 7; the next owner hands
-// out numbers above the 6 acknowledged commands'.
+// out numbers above the 6 acknowledged commands', from the next PLog block
+// (a trust2 owner seals the one it replays to).
 func TestActualizeWriteAfterACrashBetweenNumbersAndOffset(t *testing.T) {
 	itest.NoLeaks(t)
 	st := itest.OpenStore(t)
@@ -44,7 +45,8 @@ func TestActualizeWriteAfterACrashBetweenNumbersAndOffset(t *testing.T) {
 	next := appparttest.Open(t, appparttest.Options(st, crashPart, plog.ModeTrust2))
 	res, err := appparttest.Do(t, next, appparttest.Cmd(appparttest.WS(crashPart, 0)))
 	require.NoError(t, err)
-	assert.Equal(t, isequencer.PLogOffset(7), res.Offset)
+	// A trust2 owner seals the block it replays to: it starts at the next.
+	assert.Equal(t, plog.ZoneMarker(crashPart, 7).NextOffset(), res.Offset)
 	assert.Equal(t, []isequencer.Number{7, last.Numbers[1] + 1}, res.Numbers, "the next owner handed out numbers already acknowledged")
 	require.NoError(t, next.Close())
 }
