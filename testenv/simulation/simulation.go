@@ -244,13 +244,24 @@ func (w *world) owner(ctx context.Context, i int) {
 	mode := w.o.Modes[w.rng.IntN(len(w.o.Modes))]
 	w.rep.Modes = append(w.rep.Modes, mode)
 	cl := w.core.Client(fmt.Sprintf("owner-%d-%v", i, mode))
-	defer cl.Crash() // the process is gone: its held writes may still land
-	openCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	p, err := apppart.Open(openCtx, w.openOptions(cl, mode))
-	cancel()
-	if err != nil {
+	defer func() { cl.Crash() }() // the process is gone: its held writes may still land
+	// An open the adversary fails is tried again, by a new process, as an
+	// orchestrator restarts it: at most three times.
+	var p *apppart.Partition
+	for attempt := 1; ; attempt++ {
+		openCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		var err error
+		p, err = apppart.Open(openCtx, w.openOptions(cl, mode))
+		cancel()
+		if err == nil {
+			break
+		}
 		w.rep.OpenFailed++
-		return
+		cl.Crash()
+		if attempt == 3 {
+			return
+		}
+		cl = w.core.Client(fmt.Sprintf("owner-%d-%v-%d", i, mode, attempt+1))
 	}
 	if w.rng.IntN(2) == 0 {
 		w.core.DeliverSome() // late writes land after the takeover
