@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/seqstorage"
@@ -25,7 +26,8 @@ const maxZoneAttempts = 8
 // it and an epoch above 1), or this owner writes them (trust2), it
 // replays the PLog tail, stores the numbers and offset it found, seals the
 // zone (a void gap marker over the rest of the block: its first event is
-// in the next block) and stores the offset after it. Then it records how
+// in the next block) and stores the offset after it; the replay is
+// reported to OpenOptions.Sequencer.Metrics as the sequencer's own is. Then it records how
 // it writes the PLog itself, for the next owner. An error leaves the
 // partition as safe as before: the next owner reads the same record and
 // seals the zone again.
@@ -42,9 +44,15 @@ func sealZone(ctx context.Context, o OpenOptions, own *seqstorage.Ownership, ss 
 	}
 	if owner.Epoch() > 1 && (versioned || self == vvmadapter.PLogWritesVersioned) {
 		for attempt := 1; ; attempt++ {
+			began := time.Now()
 			a, err := ss.ActualizeOnce(ctx, initialValues(o.SeqTypes), true)
 			if err != nil {
 				return err
+			}
+			if m := o.Sequencer.Metrics; m != nil {
+				// The partition's replay, done here rather than by the
+				// sequencer (whose own then reads nothing).
+				m.Actualized(int(a.Events), time.Since(began))
 			}
 			next, err := plog.SealZone(ctx, plog.ZoneOptions{
 				Storage: o.AppStorage, Partition: o.Partition, At: a.Next, From: a.StoredNext,
