@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +22,9 @@ import (
 )
 
 // RestartReplaysOnlyTail writes n events across workspaces workspaces of
-// partition part, closes the partition and opens it again on st: the replay
-// reads exactly the events from the stored next offset on (written minus
+// partition part (from restartWriters clients at once: offsets 1..n, each
+// once), closes the partition and opens it again on st: the replay reads
+// exactly the events from the stored next offset on (written minus
 // stored), and every number is above every number handed out before. It
 // then sets the stored offset back to the middle of the log (a lost offset
 // write) and restarts again: the replay reads exactly that longer tail.
@@ -30,12 +33,41 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 	o.Sequencer.BatcherDelay = time.Millisecond // leave a tail at Close
 	before := Maxes{}
 	p := Open(t, o)
-	for i := range n {
-		cmd := Cmd(WS(part, 1+i%workspaces))
-		r, err := Do(t, p, cmd)
-		require.NoError(t, err)
-		require.Equal(t, isequencer.PLogOffset(i+1), r.Offset)
-		before.Add(cmd, r)
+	var (
+		mu   sync.Mutex
+		next int
+		offs = make([]isequencer.PLogOffset, 0, n)
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range restartWriters {
+		wg.Go(func() {
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				cmd := Cmd(WS(part, 1+i%workspaces))
+				r, err := Do(t, p, cmd)
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					offs = append(offs, r.Offset)
+					before.Add(cmd, r)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, errs)
+	slices.Sort(offs)
+	for i, off := range offs {
+		require.Equal(t, isequencer.PLogOffset(i+1), off, "offsets 1..%d, each once", n)
 	}
 	require.NoError(t, p.Close())
 	stored := StoredOffset(t, st, part)
@@ -91,6 +123,11 @@ func RestartReplaysOnlyTail(t *testing.T, st storage.Storage, part isequencer.Pa
 	assert.Equal(t, first(last+1), r.Offset)
 	before.RequireAbove(t, cmd, r)
 }
+
+// restartWriters is how many clients RestartReplaysOnlyTail writes its
+// events from: the events of concurrent commands share a group write, so a
+// remote store's round trips do not add up per event.
+const restartWriters = 16
 
 // FailedWritesReuseNoNumber runs commands on partition part over a
 // storage/faulty wrapper of st that fails event writes mid-stream: 2% are
