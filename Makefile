@@ -217,7 +217,9 @@ test-cluster: $(LAUNCHER) cqlsh-venv
 # TORTURE_ARGS=-rate-targets). The partition phase cuts node 3 off with
 # iptables (Debian package iptables; run as root): without a working
 # iptables the run fails at once, naming it (TORTURE_ARGS='-phases ...'
-# without partition runs the rest). Whatever the outcome, also on Ctrl-C, the
+# without partition runs the rest). The late phase (about 6 minutes) stops
+# nodes so that hints deliver a dead owner's writes after the next owner, in
+# another mode, acknowledged commands. Whatever the outcome, also on Ctrl-C, the
 # campaign's iptables rules are removed, paused nodes resumed, and the
 # cluster it started is stopped.
 torture: $(LAUNCHER) simulate

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -97,12 +98,17 @@ func (c *child) exited() error {
 
 // benchArgs are the arguments of a child bench: the campaign's, then
 // extra, then -bench-args (a repeated flag's last value wins, so they
-// override).
+// override). --hosts is a list flag, whose repetitions add up: the
+// campaign's hosts are left out when extra gives --hosts.
 func (t *tort) benchArgs(ks, mode string, ld load, ackLog, jsonFile string, extra []string) []string {
-	args := []string{"bench", "--store", "cql", "--hosts", t.c.hosts, "--keyspace", ks, "--mode", mode,
+	args := []string{"bench", "--store", "cql"}
+	if !slices.Contains(extra, "--hosts") {
+		args = append(args, "--hosts", t.c.hosts)
+	}
+	args = append(args, "--keyspace", ks, "--mode", mode,
 		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
 		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
-		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m"}
+		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m")
 	return append(append(args, extra...), t.c.benchArgs...)
 }
 

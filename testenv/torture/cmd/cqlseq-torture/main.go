@@ -42,6 +42,15 @@
 //     be taken by both owners of a round;
 //   - modechange: one keyspace in trust0, then trust2, then fenced, each
 //     run SIGKILLed under load with conditional writes in flight;
+//   - late (issue 49): owners one after another on one keyspace in
+//     -late-modes (trust2 between the others: every handover changes the
+//     mode); at each handover nodes 2 and 3 are SIGSTOPped under the
+//     owner's load (node 1 applies what it coordinates and keeps hints),
+//     the owner is SIGKILLed, node 1 SIGSTOPped and nodes 2 and 3 resumed,
+//     the next owner acknowledges commands, then node 1 is resumed and its
+//     hints and read repairs deliver the dead owner's writes late; verify
+//     --acks judges every acknowledgement, and the rows the late writes
+//     left past gap markers are counted by owner;
 //   - tools (issue 36): per -tools-stores store (a CQL keyspace, a bbolt
 //     file) and -tools-modes mode, -tools-rounds owners one after another,
 //     each killed: every other one SIGKILLs itself at the kill point
@@ -162,6 +171,13 @@ type config struct {
 	contestPause   time.Duration
 	modeChangeRuns int
 	modeChangeRun  time.Duration
+	// The late phase: its owners' modes, how long nodes 2 and 3 are
+	// stopped under an owner's load, and how long the next owner runs
+	// after node 1 is resumed.
+	lateModes  []string
+	lateHold   time.Duration
+	lateExpire time.Duration
+	lateSettle time.Duration
 	// The tools phase.
 	toolsRounds int
 	toolsModes  []string
@@ -221,6 +237,7 @@ type tort struct {
 func run(args []string) error {
 	fs := flag.NewFlagSet("cqlseq-torture", flag.ContinueOnError)
 	var c config
+	var lateModes string
 	var modes, phases, benchArgs, faultModes, grayModes, skewModes, toolsModes, toolsStores, restoreModes string
 	fs.StringVar(&c.cqlseq, "cqlseq", "bin/cqlseq", "the cqlseq binary")
 	fs.StringVar(&c.state, "state", "", "cassandra-launcher cluster state file (node faults need it)")
@@ -254,6 +271,10 @@ func run(args []string) error {
 	fs.DurationVar(&c.contestPause, "contest-pause", 4*time.Second, "contested (3 nodes, not -short): how long a node stays SIGSTOPped at each round's takeover")
 	fs.IntVar(&c.modeChangeRuns, "modechange-runs", 2, "modechange: runs per mode, each SIGKILLed (-short: 1)")
 	fs.DurationVar(&c.modeChangeRun, "modechange-run", 8*time.Second, "modechange: each run's load after its first ack (-short: 4s)")
+	fs.StringVar(&lateModes, "late-modes", "trust2,trust0,trust2,trust1,trust2,fenced,trust2", "late: the owners' modes, one after another (fewer than 2 skips the phase)")
+	fs.DurationVar(&c.lateHold, "late-hold", 5*time.Second, "late: how long nodes 2 and 3 are stopped under an owner's load before it is killed")
+	fs.DurationVar(&c.lateExpire, "late-expire", 4*time.Second, "late: how long after the writer's kill node 1 is stopped and nodes 2 and 3 resumed (past write_request_timeout, 2 s, so that they drop what node 1 sent them)")
+	fs.DurationVar(&c.lateSettle, "late-settle", 20*time.Second, "late: how long the next owner runs after node 1, holding the late writes, is resumed")
 	fs.IntVar(&c.toolsRounds, "tools-rounds", 6, "tools: owners killed per store and mode, each followed by cqlseq actualize --write, before the last owner and verify (-short: 2)")
 	fs.StringVar(&toolsModes, "tools-modes", "trust0,trust1,trust2,fenced", "tools: modes (each its own keyspace and bbolt file)")
 	fs.StringVar(&toolsStores, "tools-stores", "cql,bbolt", "tools, restore: stores (cql: a keyspace of -hosts; bbolt: a file in -dir)")
@@ -272,6 +293,7 @@ func run(args []string) error {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.restoreModes = splitList(restoreModes)
+	c.lateModes = splitList(lateModes)
 	if c.short {
 		shortDefaults(fs, &c)
 	}
@@ -419,7 +441,7 @@ func (c *config) validate() error {
 			bad("-phases: unknown phase %q (want some of %s)", p, strings.Join(known, ","))
 		}
 	}
-	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes, c.toolsModes, c.restoreModes} {
+	for _, list := range [][]string{c.modes, c.faultModes, c.gray.modes, {c.ownersMode}, c.skewModes, c.toolsModes, c.restoreModes, c.lateModes} {
 		for _, m := range list {
 			if _, err := plog.ParseMode(m); err != nil {
 				bad("%v", err)
@@ -453,6 +475,9 @@ func (c *config) validate() error {
 		if !validToolsStore(s) {
 			bad("-tools-stores: unknown store %q (want some of %s)", s, strings.Join(toolsStoresKnown, ","))
 		}
+	}
+	if c.lateHold <= 0 || c.lateExpire <= 0 || c.lateSettle <= 0 {
+		bad("-late-hold %v, -late-expire %v, -late-settle %v: want > 0", c.lateHold, c.lateExpire, c.lateSettle)
 	}
 	if c.toolsRounds < 0 {
 		bad("-tools-rounds %d: want >= 0", c.toolsRounds)

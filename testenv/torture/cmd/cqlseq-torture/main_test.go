@@ -72,17 +72,21 @@ func TestConfigValidateReportsEveryProblem(t *testing.T) {
 	good := config{phases: splitList(knownPhases), modes: []string{"trust0", "fenced"}, faultModes: []string{"fenced", "trust2"},
 		gray:       grayConfig{modes: []string{"trust2"}, node: 2, pause: 10 * time.Second, after: 5 * time.Second, min: 0.2},
 		ownersMode: "fenced", faultLoad: load{partitions: 4, concurrency: 16, workspaces: 400}, pause: time.Second, cut: time.Second, wholeTimeout: time.Minute,
-		skewModes: []string{"trust0", "fenced"}, contestRounds: 3, contestRound: time.Second, contestPause: time.Second, modeChangeRuns: 1, modeChangeRun: time.Second}
+		skewModes: []string{"trust0", "fenced"}, contestRounds: 3, contestRound: time.Second, contestPause: time.Second, modeChangeRuns: 1, modeChangeRun: time.Second,
+		lateModes: []string{"trust2", "fenced"}, lateHold: time.Second, lateExpire: time.Second, lateSettle: time.Second}
 	require.NoError(t, good.validate())
 	bad := good
 	bad.contestRound, bad.skewModes = 0, []string{"trust7"}
 	bad.toolsRounds, bad.toolsStores, bad.toolsModes = -1, []string{"cql", "nfs"}, []string{"trust8"}
+	bad.lateModes, bad.lateExpire = []string{"trust2", "trust6"}, 0
 	err = bad.validate()
 	require.ErrorContains(t, err, "-contest-round 0s")
 	require.ErrorContains(t, err, `"trust7"`)
 	require.ErrorContains(t, err, `-tools-stores: unknown store "nfs"`)
 	require.ErrorContains(t, err, "-tools-rounds -1")
 	require.ErrorContains(t, err, `"trust8"`)
+	require.ErrorContains(t, err, `"trust6"`)
+	require.ErrorContains(t, err, "-late-expire 0s")
 }
 
 // -short shortens the nemesis phases, but a flag given explicitly wins.
@@ -123,6 +127,29 @@ func TestBenchArgsPassThroughLast(t *testing.T) {
 	s := strings.Join(got, " ")
 	require.True(t, strings.HasPrefix(s, "bench --store cql --hosts 127.0.0.1:9042 --keyspace ks --mode fenced --partitions 4 --workspaces 5000 --concurrency 16 "), s)
 	require.True(t, strings.HasSuffix(s, " --ready-timeout 5m --payload 101 --cql-health-policy=false --timeout 1s"), s)
+}
+
+// TestBenchArgsHostsOnce: --hosts is a list flag whose repetitions add up,
+// so a child given its own --hosts (the late phase's writer, node 1 only)
+// must not also get the campaign's.
+func TestBenchArgsHostsOnce(t *testing.T) {
+	tt := &tort{c: config{hosts: "127.0.0.1:9042,127.0.0.2:9042", timeout: time.Second}}
+	got := tt.benchArgs("ks", "trust2", load{partitions: 1, concurrency: 1, workspaces: 1}, "a.log", "b.json", []string{"--hosts", "127.0.0.1:9042", "--host-lookup=false"})
+	s := strings.Join(got, " ")
+	require.Equal(t, 1, strings.Count(s, "--hosts"), s)
+	require.Contains(t, s, "--hosts 127.0.0.1:9042 --host-lookup=false")
+	require.NotContains(t, s, "127.0.0.2")
+}
+
+// TestLateOwnerByPayload: the late phase tells its processes' rows apart
+// by payload size.
+func TestLateOwnerByPayload(t *testing.T) {
+	require.Equal(t, 0, lateOwner(latePayload(0), 3))
+	require.Equal(t, 2, lateOwner(latePayload(2), 3))
+	require.Equal(t, -1, lateOwner(latePayload(3), 3))
+	require.Equal(t, -1, lateOwner(latePayload(0)-1, 3))
+	require.Equal(t, "none (4 gap markers)", lateCount{gaps: 4}.String())
+	require.Equal(t, "5 (process 1: 3, process 3: 2) after 8 gap markers, 1 of no process", lateCount{byOwner: map[int]int{0: 3, 2: 2}, others: 1, gaps: 8}.String())
 }
 
 // TestPerFaultTableOnlyWhenItAddsToTheSummary is issue 28's item 8:

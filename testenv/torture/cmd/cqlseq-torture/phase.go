@@ -20,7 +20,7 @@ type phase interface {
 // default; gray is known but not in the default set.
 var phases = []phase{
 	killsPhase{}, nodeKillPhase{}, nodePausePhase{}, quorumLossPhase{}, partitionPhase{}, ownersPhase{},
-	skewPhase{}, contestedPhase{}, modeChangePhase{}, toolsPhase{}, restorePhase{}, servicePhase{},
+	skewPhase{}, contestedPhase{}, modeChangePhase{}, latePhase{}, toolsPhase{}, restorePhase{}, servicePhase{},
 }
 
 // defaultPhases and knownPhases are -phases' default and accepted names.
