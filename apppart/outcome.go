@@ -202,12 +202,13 @@ func (p *Partition) claimIdle(off isequencer.PLogOffset) {
 	if next, ok := p.seq.NextOffset(); !ok || next != d || d > off || !p.seq.Ready() {
 		return
 	}
-	at, ok := p.seq.Skip(max(uint64(off-d), 1))
+	n := max(uint64(off-d), 1) // the marker at d covers d..off (d..d+1 when d == off)
+	at, ok := p.seq.Skip(n)
 	if !ok {
 		return
 	}
 	x := &pending{done: make(chan struct{})}
-	x.ev = plog.Event{Partition: p.part, Offset: at, Skip: max(uint64(off-d), 1), Void: true}
+	x.ev = plog.Event{Partition: p.part, Offset: at, Skip: n, Void: true}
 	if err := p.flow.enqueue(x); err != nil {
 		return
 	}

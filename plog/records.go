@@ -32,15 +32,24 @@ func putIdempotent(ctx context.Context, st storage.Storage, v *storage.Versions,
 		if err = st.PutBatch(ctx, rows); err == nil || attempt == putAttempts || ctx.Err() != nil {
 			return err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, &delay) {
 			return err
-		case <-t.C:
 		}
-		delay *= 2
 	}
+}
+
+// pause waits *delay, or until ctx ends (false), and doubles *delay up to
+// a second: the back-off of putIdempotent's and PutVersioned's retries.
+func pause(ctx context.Context, delay *time.Duration) bool {
+	t := time.NewTimer(*delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+	}
+	*delay = min(2**delay, time.Second)
+	return true
 }
 
 // RecordsWriter writes the record rows of an event that is stored: the

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/storage"
@@ -143,14 +142,9 @@ func PutVersioned(ctx context.Context, st storage.Storage, v *storage.Versions, 
 				return nil
 			}
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause(ctx, &delay) {
 			return err
-		case <-t.C:
 		}
-		delay = min(2*delay, time.Second)
 	}
 }
 
