@@ -38,6 +38,8 @@
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
 #   make cluster-down       stops every node it started (state in .cache/)
 #   make cqlsh              cqlsh (PyPI, in .venv) against the running cluster
+#   make release VERSION=v0.1.0  checks CHANGELOG.md, the tree and `cqlseq version`,
+#                           then tags HEAD (DRY_RUN=1: the checks and the message only)
 
 SHELL        := /bin/bash
 GO           ?= go
@@ -69,14 +71,18 @@ FIGURES_COUNT ?= 5
 # simulate: the seeds it runs (make test runs 1..2000 in its unit tests).
 SIM_RUNS     ?= 20000
 SIM_SEED     ?= 2001
+# VERSION: the release bin/cqlseq reports (cqlseq version): the tag at HEAD,
+# else empty ("devel"); make release VERSION=vX.Y.Z tags it.
+VERSION      ?= $(shell git describe --tags --exact-match 2>/dev/null)
+LDFLAGS      := -X github.com/cqlseq/cqlseq/cmd/cqlseq/internal/cli.version=$(VERSION)
 
-.PHONY: simulate help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
+.PHONY: release simulate help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
 
 all: build
 
 build:
 	$(GO) build ./...
-	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(LAUNCHER) ./testenv/cassandra/cmd/cassandra-launcher
 
 $(LAUNCHER): $(shell find testenv -name '*.go') go.mod
@@ -84,6 +90,11 @@ $(LAUNCHER): $(shell find testenv -name '*.go') go.mod
 
 test:
 	@if $(MAKE) --no-print-directory test-unit test-integration; then echo "make test: PASS"; else echo "make test: FAIL"; exit 1; fi
+
+# release tags a version (scripts/release.sh: every check it makes is
+# written there); DRY_RUN=1 checks without tagging.
+release:
+	scripts/release.sh "$(VERSION)" $(if $(DRY_RUN),--dry-run)
 
 # help prints the targets (this file's header).
 help:

@@ -1,5 +1,5 @@
 // Package cli is the cqlseq command: demo, bench, migrate, inspect, verify,
-// alloc, actualize and plot. Main runs it in-process (the tests do) with the caller's
+// alloc, actualize, advance, serve, plot and version. Main runs it in-process (the tests do) with the caller's
 // arguments, output streams and context.
 //
 // Exit codes: 0 success, 1 a runtime failure (unreachable store, failed
@@ -117,9 +117,12 @@ func newRoot(e *env) *cobra.Command {
 		Use:   "cqlseq",
 		Short: "Per-workspace sequence numbers, durable in Cassandra/ScyllaDB or bbolt",
 		Long: `cqlseq hands out per-workspace sequence numbers for event-sourced platforms.
-This command runs a demo, benchmarks a store, applies the CQL schema,
-inspects or verifies a partition's event log (PLog) and stored numbers, and
-draws a recorded run's timeline again (plot).
+This command runs a demo, benchmarks a store (bench), applies the CQL schema
+(migrate), inspects or verifies a partition's event log (PLog) and stored
+numbers, writes a partition's numbers from its PLog (actualize), moves the
+numbers and offsets past a restored backup (advance), allocates galloc
+ranges (alloc), runs the ID service over HTTP/JSON and gRPC (serve), draws
+a recorded run's timeline again (plot) and prints its version.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.`,
 		SilenceUsage:  true,
@@ -149,7 +152,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 130 interrupted.`,
 	pf.BoolVar(&e.noProgress, "no-progress", false, "no progress bar (it is shown only when stderr is a terminal)")
 	root.AddCommand(newDemoCmd(e), newBenchCmd(e), newMigrateCmd(e), newInspectCmd(e), newVerifyCmd(e))
 	root.AddCommand(newAllocCmd(e), newActualizeCmd(e), newAdvanceCmd(e), newPlotCmd(e))
-	root.AddCommand(newServeCmd(e))
+	root.AddCommand(newServeCmd(e), newVersionCmd(e))
 	return root
 }
 

@@ -43,7 +43,8 @@ func newServeCmd(e *env) *cobra.Command {
 the API): named galloc sequences (created by an admin call), timeshard IDs
 of the 63-bit and the 53-bit (JavaScript-safe) layouts, UUIDv7s, and
 Meituan Leaf's /api/segment/get/KEY and /api/snowflake/get/KEY paths, with
-/healthz, /readyz and Prometheus /metrics.
+/healthz, /readyz and Prometheus /metrics. The same methods answer gRPC,
+gRPC-Web and Connect clients on the same port (docs/service.md, gRPC).
 
 The store is bbolt by default: cqlseq.db in --dir, by default the user's
 data directory ($XDG_DATA_HOME/cqlseq, else ~/.local/share/cqlseq), so a
