@@ -209,13 +209,10 @@ func Open(ctx context.Context, o OpenOptions) (*Partition, error) {
 	return p, nil
 }
 
-// Epoch returns the partition's ownership epoch in fenced mode, else 0.
-func (p *Partition) Epoch() uint64 {
-	if p.mode != plog.ModeFenced {
-		return 0
-	}
-	return p.epoch
-}
+// Epoch returns the ownership epoch this Partition took as it opened, in
+// every mode: each later open of the partition (an owner, actualize
+// --write, advance) takes a higher one.
+func (p *Partition) Epoch() uint64 { return p.epoch }
 
 // GroupStats returns, for a partition that writes in groups, the number of
 // group writes that stored events and the events they stored.

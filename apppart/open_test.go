@@ -141,3 +141,20 @@ func TestOpenEventShape(t *testing.T) {
 	}
 	assert.Equal(t, plog.ModeTrust0, p.flow.cfg.log.(writerLog).w.(*plog.Writer).Mode())
 }
+
+// TestEpochInEveryMode is issue 50's item 6: Epoch returned 0 outside
+// fenced mode, although every open takes an epoch.
+func TestEpochInEveryMode(t *testing.T) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
+		t.Run(mode.String(), func(t *testing.T) {
+			st := mem.New(mem.Options{})
+			a, err := Open(context.Background(), openOptions(st, mode))
+			require.NoError(t, err)
+			ea := a.Epoch()
+			require.NoError(t, a.Close())
+			b := open(t, openOptions(st, mode))
+			assert.Positive(t, ea)
+			assert.Greater(t, b.Epoch(), ea, "each open takes a higher epoch")
+		})
+	}
+}
