@@ -283,6 +283,14 @@ type Metrics interface {
 	StorageError(op string)
 }
 
+// LimitReporter is an optional capability of a Metrics: the sequencer
+// tells it Params.MaxNumUnflushedValues once, as it is created, so that
+// the values Unflushed reports can be read as a share of the limit at
+// which Start turns busy (BusyUnflushed).
+type LimitReporter interface {
+	UnflushedLimit(n int)
+}
+
 // BusyReason says why Start returned (0, false).
 type BusyReason uint8
 

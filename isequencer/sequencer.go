@@ -204,6 +204,9 @@ func newSequencer(p Params) *Sequencer {
 	if s.m == nil {
 		s.m = nopMetrics{}
 	}
+	if lr, ok := s.m.(LimitReporter); ok {
+		lr.UnflushedLimit(p.MaxNumUnflushedValues)
+	}
 	width := 1
 	for kind, seqs := range p.SeqTypes {
 		k := &kindInfo{kind: kind}

@@ -31,6 +31,7 @@ type Collectors struct {
 	transactions   *prometheus.CounterVec
 	busy           *prometheus.CounterVec
 	unflushed      *prometheus.GaugeVec
+	unflushedMax   *prometheus.GaugeVec
 	flushBatch     *prometheus.HistogramVec
 	flushLatency   *prometheus.HistogramVec
 	actualizeTime  *prometheus.HistogramVec
@@ -74,6 +75,10 @@ func New(reg prometheus.Registerer) (*Collectors, error) {
 		unflushed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cqlseq_sequencer_unflushed_values",
 			Help: "Accepted values not yet durable in the sequence storage.",
+		}, part),
+		unflushedMax: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cqlseq_sequencer_unflushed_values_limit",
+			Help: "The unflushed values at which Start turns busy (Params.MaxNumUnflushedValues).",
 		}, part),
 		flushBatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "cqlseq_sequencer_flush_batch_values",
@@ -133,7 +138,7 @@ func New(reg prometheus.Registerer) (*Collectors, error) {
 			Help: "The next PLog offset below which every event of the partition is durable, after its last group write.",
 		}, part),
 	}
-	for _, col := range []prometheus.Collector{c.transactions, c.busy, c.unflushed, c.flushBatch, c.flushLatency,
+	for _, col := range []prometheus.Collector{c.transactions, c.busy, c.unflushed, c.unflushedMax, c.flushBatch, c.flushLatency,
 		c.actualizeTime, c.eventsReplayed, c.seqStorageErrs, c.storageCalls, c.storageErrors, c.leadership,
 		c.commands, c.commandTime, c.stopped, c.epoch, c.durableNext} {
 		if err := reg.Register(col); err != nil {
@@ -163,6 +168,7 @@ func (c *Collectors) Partition(app isequencer.ClusterAppID, p isequencer.Partiti
 			busyActualize:  c.busy.WithLabelValues(a, l, isequencer.BusyActualizing.String()),
 			busyUnflushed:  c.busy.WithLabelValues(a, l, isequencer.BusyUnflushed.String()),
 			unflushed:      c.unflushed.WithLabelValues(a, l),
+			unflushedMax:   c.unflushedMax.WithLabelValues(a, l),
 			flushBatch:     c.flushBatch.WithLabelValues(a, l),
 			flushLatency:   c.flushLatency.WithLabelValues(a, l),
 			actualizeTime:  c.actualizeTime.WithLabelValues(a, l),
@@ -188,8 +194,9 @@ type Partition struct {
 }
 
 var (
-	_ isequencer.Metrics = (*Partition)(nil)
-	_ apppart.Metrics    = (*Partition)(nil)
+	_ isequencer.Metrics       = (*Partition)(nil)
+	_ isequencer.LimitReporter = (*Partition)(nil)
+	_ apppart.Metrics          = (*Partition)(nil)
 )
 
 // Opened implements apppart.Metrics. A partition opened again in this
@@ -227,6 +234,7 @@ type seqMetrics struct {
 	busyActualize  prometheus.Counter
 	busyUnflushed  prometheus.Counter
 	unflushed      prometheus.Gauge
+	unflushedMax   prometheus.Gauge
 	flushBatch     prometheus.Observer
 	flushLatency   prometheus.Observer
 	actualizeTime  prometheus.Observer
@@ -245,6 +253,9 @@ func (m *seqMetrics) Busy(r isequencer.BusyReason) {
 }
 
 func (m *seqMetrics) Unflushed(n int) { m.unflushed.Set(float64(n)) }
+
+// UnflushedLimit implements isequencer.LimitReporter.
+func (m *seqMetrics) UnflushedLimit(n int) { m.unflushedMax.Set(float64(n)) }
 
 func (m *seqMetrics) Flushed(values int, took time.Duration) {
 	m.flushBatch.Observe(float64(values))
