@@ -136,17 +136,17 @@ func (t *Tokens) authorize(r *http.Request, need Scope) *apiError {
 	return t.authorizeHeader(r.Header, need)
 }
 
-// authorizeHeader checks the bearer token of h's Authorization field
-// against scope need: none or an unknown token is unauthenticated (401), a
-// token without the scope forbidden (403). A nil t lets everything
-// through.
+// authorizeHeader checks the bearer token of hdr's Authorization field
+// (bearerToken) against scope need: none or an unknown token is
+// unauthenticated (401), a token without the scope forbidden (403). A nil
+// t lets everything through. The HTTP routes (authorize) and the gRPC
+// methods (unary, the call's metadata) both check tokens here.
 func (t *Tokens) authorizeHeader(hdr http.Header, need Scope) *apiError {
 	if t == nil || need == ScopeNone {
 		return nil
 	}
-	h := hdr.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok || tok == "" {
+	tok, ok := bearerToken(hdr.Get("Authorization"))
+	if !ok {
 		return newError(http.StatusUnauthorized, CodeUnauthenticated, "a bearer token is required (Authorization: Bearer TOKEN)")
 	}
 	got, ok := t.scopes[sha256.Sum256([]byte(tok))]
@@ -157,4 +157,21 @@ func (t *Tokens) authorizeHeader(hdr http.Header, need Scope) *apiError {
 		return newError(http.StatusForbidden, CodeForbidden, "the token's scope %s does not allow this: it needs %s", got, need)
 	}
 	return nil
+}
+
+// bearerToken returns the token of an Authorization field value of the
+// Bearer scheme: the scheme in any case (RFC 7235 section 2.1: "Bearer",
+// "bearer", "BEARER", ...), then one or more spaces or tabs, then the
+// token; spaces and tabs around the value are ignored. ok is false for
+// another scheme, a scheme without a token, or a scheme not followed by a
+// space ("BearerTOKEN"). The token is returned as sent: one with spaces
+// inside is no token of a token file and so is unknown.
+func bearerToken(h string) (tok string, ok bool) {
+	h = strings.Trim(h, " \t")
+	i := strings.IndexAny(h, " \t")
+	if i < 0 || !strings.EqualFold(h[:i], "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(h[i:], " \t")
+	return tok, tok != ""
 }

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/idservice"
+	v1 "github.com/cqlseq/cqlseq/idservice/gen/idservicev1"
 )
 
 // TestTokenScopes: with a token file, the ID routes want an issue or an
@@ -147,4 +149,53 @@ func TestTLS(t *testing.T) {
 	_, err = untrusting.Get(s.url + "/healthz")
 	assert.ErrorContains(t, err, "certificate", "an unknown authority is refused")
 	t.Cleanup(func() { s.client.CloseIdleConnections() })
+}
+
+// TestBearerSchemeAnyCase: the auth scheme is case-insensitive (RFC 7235
+// section 2.1) and may be followed by more than one space, over HTTP and
+// over gRPC alike; a header without a token after the scheme, another
+// scheme or a scheme glued to the token is still no token.
+func TestBearerSchemeAnyCase(t *testing.T) {
+	o := testOptions(nil)
+	o.Tokens = tokens(t)
+	s := start(t, o, nil)
+	gc := grpcClient(t, s, nil)
+	for _, c := range []struct {
+		header string
+		ok     bool
+	}{
+		{"Bearer " + issueToken, true},
+		{"bearer " + issueToken, true},
+		{"BEARER " + issueToken, true},
+		{"bEaReR " + issueToken, true},
+		{"Bearer   " + issueToken, true},
+		{"bearer \t " + issueToken, true},
+		{"Bearer", false},
+		{"Bearer ", false},
+		{"bearer    ", false},
+		{"Bearer" + issueToken, false},
+		{"Basic " + issueToken, false},
+		{"Bearers " + issueToken, false},
+		{"Bearer " + issueToken + " extra", false},
+	} {
+		req, err := http.NewRequest("POST", s.url+"/v1/uuids", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", c.header)
+		res, err := s.client.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		if c.ok {
+			assert.Equal(t, http.StatusOK, res.StatusCode, "HTTP, Authorization: %q", c.header)
+		} else {
+			assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "HTTP, Authorization: %q", c.header)
+		}
+		r := connect.NewRequest(&v1.NextUUIDsRequest{})
+		r.Header().Set("Authorization", c.header)
+		_, err = gc.NextUUIDs(t.Context(), r)
+		if c.ok {
+			assert.NoError(t, err, "gRPC, authorization: %q", c.header)
+		} else {
+			requireCode(t, err, connect.CodeUnauthenticated, "unauthenticated")
+		}
+	}
 }
