@@ -317,3 +317,83 @@ func TestMetrics(t *testing.T) {
 	}
 	assert.Equal(t, 200, s.do(t, "GET", "/healthz", nil).status)
 }
+
+// TestNextCountInBody: the next routes take count from a JSON body
+// {"count": N} as from the query; an empty body is count 1; both given
+// must agree (else 400 bad_request naming both); a bad count in the body is
+// invalid_count, a body that is not JSON or has another field bad_request;
+// no refused request takes an ID.
+func TestNextCountInBody(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	s.create(t, `{"name":"b","chunk_size":100}`)
+	next := func(path, body string) response {
+		var b []byte
+		if body != "" {
+			b = []byte(body)
+		}
+		return s.do(t, "POST", path, b)
+	}
+	ids := func(r response) []int64 {
+		t.Helper()
+		require.Equal(t, 200, r.status, r.body)
+		var b struct {
+			IDs []int64 `json:"ids"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.body), &b))
+		return b.IDs
+	}
+	assert.Equal(t, []int64{1, 2, 3, 4, 5}, ids(next("/v1/sequences/b/next", `{"count":5}`)), "count from the body")
+	assert.Equal(t, []int64{6, 7}, ids(next("/v1/sequences/b/next?count=2", "")), "count from the query")
+	assert.Equal(t, []int64{8}, ids(next("/v1/sequences/b/next", "")), "no body, no query: 1")
+	assert.Equal(t, []int64{9}, ids(next("/v1/sequences/b/next", " \n")), "a blank body: 1")
+	assert.Equal(t, []int64{10}, ids(next("/v1/sequences/b/next", `{}`)), "no count in the body: 1")
+	assert.Equal(t, []int64{11}, ids(next("/v1/sequences/b/next", `{"count":null}`)), "a null count: 1")
+	assert.Equal(t, []int64{12, 13, 14}, ids(next("/v1/sequences/b/next?count=3", `{"count":3}`)), "the same in both")
+	assert.Len(t, ids(next("/v1/timeshard/53/next", `{"count":4}`)), 4, "timeshard, count from the body")
+	r := next("/v1/uuids", `{"count":3}`)
+	require.Equal(t, 200, r.status, r.body)
+	var u struct {
+		UUIDs []string `json:"uuids"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.body), &u))
+	assert.Len(t, u.UUIDs, 3, "uuids, count from the body")
+
+	for _, c := range []struct {
+		path, body string
+		wcode      string
+		wmsg       []string
+	}{
+		{"/v1/sequences/b/next?count=2", `{"count":5}`, "bad_request", []string{"2", "5", "query", "body"}},
+		{"/v1/timeshard/63/next?count=1", `{"count":2}`, "bad_request", []string{"query", "body"}},
+		{"/v1/uuids?count=7", `{"count":1}`, "bad_request", []string{"query", "body"}},
+		{"/v1/sequences/b/next", `{"count":5,"typo":1}`, "bad_request", []string{"typo"}},
+		{"/v1/sequences/b/next", `{"cnt":5}`, "bad_request", []string{"cnt"}},
+		{"/v1/sequences/b/next", `{"count":5`, "bad_request", nil},
+		{"/v1/sequences/b/next", `count=5`, "bad_request", nil},
+		{"/v1/sequences/b/next", `{"count":5} {}`, "bad_request", nil},
+		{"/v1/sequences/b/next", `[5]`, "bad_request", nil},
+		{"/v1/sequences/b/next", `{"count":0}`, "invalid_count", []string{`"0"`}},
+		{"/v1/sequences/b/next", `{"count":-1}`, "invalid_count", nil},
+		{"/v1/sequences/b/next", `{"count":10001}`, "invalid_count", nil},
+		{"/v1/sequences/b/next", `{"count":1.5}`, "invalid_count", nil},
+		{"/v1/sequences/b/next", `{"count":5e0}`, "invalid_count", nil},
+		{"/v1/sequences/b/next", `{"count":"5"}`, "invalid_count", nil},
+		{"/v1/sequences/b/next", `{"count":true}`, "invalid_count", nil},
+		{"/v1/sequences/b/next", `{"count":99999999999999999999}`, "invalid_count", nil},
+		{"/v1/sequences/b/next?count=0", `{"count":5}`, "invalid_count", nil},
+		{"/v1/timeshard/53/next", `{"count":0}`, "invalid_count", nil},
+		{"/v1/uuids", `{"count":10001}`, "invalid_count", nil},
+	} {
+		r := next(c.path, c.body)
+		if !assert.Equal(t, 400, r.status, "%s %s: %s", c.path, c.body, r.body) {
+			continue
+		}
+		assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+		e := r.err(t)
+		assert.Equal(t, c.wcode, e.Code, "%s %s: %s", c.path, c.body, e.Message)
+		for _, w := range c.wmsg {
+			assert.Contains(t, e.Message, w, "%s %s", c.path, c.body)
+		}
+	}
+	assert.Equal(t, []int64{15}, s.ids(t, "/v1/sequences/b/next"), "no refused request took an ID")
+}

@@ -189,22 +189,84 @@ const maxPooledIDsBuf = 20*MaxCount + 64
 // allocated anew for each request.
 var idsBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// parseCount reads the count query parameter: absent is 1; otherwise
-// decimal digits only, 1..MaxCount.
-func parseCount(r *http.Request) (int, error) {
-	q := r.URL.Query()
-	vs, ok := q["count"]
+// countBody is the optional JSON body of the routes that take a count
+// (the next routes and /v1/uuids): {"count": N}. Count is kept raw so
+// that a count that is not a whole number is invalid_count, as in the
+// query, rather than a decoding error.
+type countBody struct {
+	Count json.RawMessage `json:"count"`
+}
+
+// parseCount reads the count of a request to a route that takes one, from
+// the count query parameter and from an optional JSON body {"count": N}
+// (an empty or blank body is no body; a null count is no count). Absent
+// from both is 1. Each given is checked as queryCount and bodyCount check
+// it; given in both, they must be equal, else the request is bad_request.
+// A body that is not one JSON object, or has a field other than count, is
+// bad_request (decodeBody). Nothing is taken before the count is known, so
+// a refused request costs nothing.
+func (s *Service) parseCount(r *http.Request) (int, error) {
+	qn, inQuery, err := queryCount(r)
+	if err != nil {
+		return 0, err
+	}
+	var b countBody
+	if err := s.decodeBody(r, &b, true); err != nil {
+		return 0, err
+	}
+	bn, inBody, err := bodyCount(b.Count)
+	switch {
+	case err != nil:
+		return 0, err
+	case inQuery && inBody && qn != bn:
+		return 0, newError(http.StatusBadRequest, CodeBadRequest,
+			"count %d in the query and count %d in the body disagree: give it in one place (or the same in both)", qn, bn)
+	case inBody:
+		return bn, nil
+	case inQuery:
+		return qn, nil
+	}
+	return 1, nil
+}
+
+// queryCount reads the count query parameter: given reports whether it
+// is there; if so, it must be given once, as decimal digits only,
+// 1..MaxCount.
+func queryCount(r *http.Request) (n int, given bool, err error) {
+	vs, ok := r.URL.Query()["count"]
 	if !ok {
-		return 1, nil
+		return 0, false, nil
 	}
 	if len(vs) != 1 || !digits(vs[0]) || len(vs[0]) > 6 {
-		return 0, badCount(vs[0])
+		return 0, true, badCount(vs[0])
 	}
-	n, err := strconv.Atoi(vs[0])
+	n, err = strconv.Atoi(vs[0])
 	if err != nil || checkCount(int64(n)) != nil {
-		return 0, badCount(vs[0])
+		return 0, true, badCount(vs[0])
 	}
-	return n, nil
+	return n, true, nil
+}
+
+// bodyCount reads a body's raw count: given reports whether it is there
+// (absent or null is not); if so, it must be a JSON number written as
+// decimal digits only (no sign, fraction or exponent; not a string),
+// 1..MaxCount.
+func bodyCount(raw json.RawMessage) (n int, given bool, err error) {
+	v := string(bytes.TrimSpace(raw))
+	if v == "" || v == "null" {
+		return 0, false, nil
+	}
+	if !digits(v) || len(v) > 6 {
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		return 0, true, badCount(v)
+	}
+	n, err = strconv.Atoi(v)
+	if err != nil || checkCount(int64(n)) != nil {
+		return 0, true, badCount(v)
+	}
+	return n, true, nil
 }
 
 // checkCount checks a number of IDs asked for: 1..MaxCount.
@@ -293,11 +355,15 @@ func oneLine(err error) string {
 }
 
 // decodeBody decodes r's JSON body into v: unknown fields, trailing data
-// and a body above the limit are errors.
-func (s *Service) decodeBody(r *http.Request, v any) error {
+// and a body above the limit are errors. An empty (or blank) body is an
+// error unless optional, when it leaves v as it is.
+func (s *Service) decodeBody(r *http.Request, v any, optional bool) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
+	if optional && errors.Is(err, io.EOF) {
+		return nil
+	}
 	if err == nil && dec.More() {
 		err = errors.New("data after the JSON object")
 	}
@@ -350,7 +416,7 @@ func defView(name string, r galloc.Record) sequenceView {
 
 func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
 	var req createRequest
-	if err := s.decodeBody(r, &req); err != nil {
+	if err := s.decodeBody(r, &req, false); err != nil {
 		return err
 	}
 	d, err := req.definition()
@@ -419,7 +485,7 @@ func (s *Service) handleSequenceNext(w http.ResponseWriter, r *http.Request) err
 	if err := validateName(name); err != nil {
 		return err
 	}
-	n, err := parseCount(r)
+	n, err := s.parseCount(r)
 	if err != nil {
 		return err
 	}
@@ -493,7 +559,7 @@ func (s *Service) handleTimeshardNext(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	n, err := parseCount(r)
+	n, err := s.parseCount(r)
 	if err != nil {
 		return err
 	}
@@ -551,7 +617,7 @@ func badID(name string, l timeshard.Layout, shown string) *apiError {
 }
 
 func (s *Service) handleUUIDs(w http.ResponseWriter, r *http.Request) error {
-	n, err := parseCount(r)
+	n, err := s.parseCount(r)
 	if err != nil {
 		return err
 	}
