@@ -2,6 +2,9 @@ package idservice_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -349,6 +352,13 @@ func TestNextCountInBody(t *testing.T) {
 	assert.Equal(t, []int64{10}, ids(next("/v1/sequences/b/next", `{}`)), "no count in the body: 1")
 	assert.Equal(t, []int64{11}, ids(next("/v1/sequences/b/next", `{"count":null}`)), "a null count: 1")
 	assert.Equal(t, []int64{12, 13, 14}, ids(next("/v1/sequences/b/next?count=3", `{"count":3}`)), "the same in both")
+	chunked, err := http.NewRequest("POST", s.url+"/v1/sequences/b/next", io.MultiReader(strings.NewReader(`{"count":2}`)))
+	require.NoError(t, err)
+	res, err := s.client.Do(chunked) // a body of unknown length: sent chunked
+	require.NoError(t, err)
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, errors.Join(err, res.Body.Close()))
+	assert.Equal(t, []int64{15, 16}, ids(response{status: res.StatusCode, body: string(b)}), "a chunked body")
 	assert.Len(t, ids(next("/v1/timeshard/53/next", `{"count":4}`)), 4, "timeshard, count from the body")
 	r := next("/v1/uuids", `{"count":3}`)
 	require.Equal(t, 200, r.status, r.body)
@@ -395,5 +405,5 @@ func TestNextCountInBody(t *testing.T) {
 			assert.Contains(t, e.Message, w, "%s %s", c.path, c.body)
 		}
 	}
-	assert.Equal(t, []int64{15}, s.ids(t, "/v1/sequences/b/next"), "no refused request took an ID")
+	assert.Equal(t, []int64{17}, s.ids(t, "/v1/sequences/b/next"), "no refused request took an ID")
 }

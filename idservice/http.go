@@ -211,8 +211,10 @@ func (s *Service) parseCount(r *http.Request) (int, error) {
 		return 0, err
 	}
 	var b countBody
-	if err := s.decodeBody(r, &b, true); err != nil {
-		return 0, err
+	if r.ContentLength != 0 { // 0: no body (the hot path: no decoder made); -1: unknown
+		if err := s.decodeBody(r, &b, true); err != nil {
+			return 0, err
+		}
 	}
 	bn, inBody, err := bodyCount(b.Count)
 	switch {
