@@ -10,11 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/idservice"
+	v1 "github.com/cqlseq/cqlseq/idservice/gen/idservicev1"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage/mem"
 	"github.com/cqlseq/cqlseq/timeshard"
@@ -406,4 +408,31 @@ func TestNextCountInBody(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []int64{17}, s.ids(t, "/v1/sequences/b/next"), "no refused request took an ID")
+}
+
+// TestCreateRefusesDotNames: a name of dots only ("." and "..", which URL
+// normalisers remove from a path, and "...") is refused at creation, over
+// HTTP and gRPC, as invalid_name with a message saying why, and creates
+// nothing; names with dots and other bytes are fine.
+func TestCreateRefusesDotNames(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	c := grpcClient(t, s, nil)
+	for _, name := range []string{".", "..", "...", strings.Repeat(".", idservice.MaxNameLen)} {
+		r := s.do(t, "POST", "/v1/sequences", []byte(`{"name":"`+name+`"}`))
+		if assert.Equal(t, 400, r.status, "HTTP create %q: %s", name, r.body) {
+			e := r.err(t)
+			assert.Equal(t, "invalid_name", e.Code, "HTTP create %q", name)
+			assert.Contains(t, e.Message, "dots", "HTTP create %q", name)
+		}
+		_, err := c.CreateSequence(t.Context(), req(&v1.CreateSequenceRequest{Name: name}, ""))
+		requireCode(t, err, connect.CodeInvalidArgument, "invalid_name")
+		_, err = c.GetSequence(t.Context(), req(&v1.GetSequenceRequest{Name: name}, ""))
+		requireCode(t, err, connect.CodeNotFound, "unknown_sequence")
+	}
+	for _, name := range []string{".a", "a.", "..a", "a..b", "._", "-.."} {
+		r := s.do(t, "POST", "/v1/sequences", []byte(`{"name":"`+name+`"}`))
+		assert.Equal(t, 201, r.status, "HTTP create %q: %s", name, r.body)
+	}
+	r := s.do(t, "GET", "/api/segment/get/..a", nil)
+	assert.Equal(t, "1", r.body, "a name with dots and more is reachable on the Leaf path")
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -314,6 +315,26 @@ func validateName(name string) error {
 	return nil
 }
 
+// validateNewName checks the name of a sequence to create, beyond
+// validateName: a name of dots only is invalid_name. "." and ".." are dot
+// segments, which URL normalisers (RFC 3986 section 5.2.4, browsers,
+// proxies, Go's ServeMux) remove from a path, so such a sequence could not
+// be reached on /api/segment/get/{key} nor /v1/sequences/{name}; longer
+// runs of dots are refused too, as some normalisers trim them. Only
+// creation is refused: a sequence of such a name created before stays
+// reachable where its name is not in a path (gRPC).
+func validateNewName(name string) error {
+	if strings.Trim(name, ".") != "" {
+		return nil
+	}
+	shown := name
+	if len(shown) > 40 {
+		shown = shown[:40] + "..."
+	}
+	return newError(http.StatusBadRequest, CodeInvalidName,
+		"name %q: a name of dots only cannot be reached on a URL path (normalisers remove . and .. segments); use a name with another character", shown)
+}
+
 // createRequest is the body of POST /v1/sequences.
 type createRequest struct {
 	Name      string `json:"name"`
@@ -326,9 +347,13 @@ type createRequest struct {
 var typeNames = map[string]galloc.Type{"smallint": galloc.SmallInt, "integer": galloc.Integer, "bigint": galloc.BigInt}
 
 // definition validates the request and returns its definition with
-// galloc's defaults filled in.
+// galloc's defaults filled in. The name must pass validateName and
+// validateNewName.
 func (c createRequest) definition() (Definition, error) {
 	if err := validateName(c.Name); err != nil {
+		return Definition{}, err
+	}
+	if err := validateNewName(c.Name); err != nil {
 		return Definition{}, err
 	}
 	o := galloc.Options{Step: c.Step, ChunkSize: c.ChunkSize}
