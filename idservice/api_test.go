@@ -436,3 +436,44 @@ func TestCreateRefusesDotNames(t *testing.T) {
 	r := s.do(t, "GET", "/api/segment/get/..a", nil)
 	assert.Equal(t, "1", r.body, "a name with dots and more is reachable on the Leaf path")
 }
+
+// TestCreateRefusesZeroStepAndChunk: over HTTP an explicit "step" or
+// "chunk_size" below 1 (0 included) is invalid_definition naming the
+// field, and creates nothing; omitted (or null) takes the default. Over
+// gRPC, whose step and chunk_size are proto3 scalars without presence, 0
+// is the default (as the .proto says) and a negative value is refused.
+func TestCreateRefusesZeroStepAndChunk(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	for _, c := range []struct {
+		body string
+		want []string
+	}{
+		{`{"name":"z","step":0}`, []string{"step 0"}},
+		{`{"name":"z","chunk_size":0}`, []string{"chunk_size 0"}},
+		{`{"name":"z","step":0,"chunk_size":0}`, []string{"step 0", "chunk_size 0"}},
+		{`{"name":"z","step":-1}`, []string{"step -1"}},
+		{`{"name":"z","step":1,"chunk_size":-5}`, []string{"chunk_size -5"}},
+	} {
+		r := s.do(t, "POST", "/v1/sequences", []byte(c.body))
+		if !assert.Equal(t, 400, r.status, "%s: %s", c.body, r.body) {
+			continue
+		}
+		e := r.err(t)
+		assert.Equal(t, "invalid_definition", e.Code, c.body)
+		for _, w := range c.want {
+			assert.Contains(t, e.Message, w, c.body)
+		}
+	}
+	assert.Equal(t, 404, s.do(t, "GET", "/v1/sequences/z", nil).status, "none created")
+
+	r := s.do(t, "POST", "/v1/sequences", []byte(`{"name":"z","step":null,"chunk_size":null}`))
+	require.Equal(t, 201, r.status, r.body)
+	assert.JSONEq(t, `{"name":"z","type":"bigint","start":1,"step":1,"chunk_size":1000000000,"max_value":9223372036854775807,"capacity":9223372036854775807}`, r.body, "null: the defaults")
+
+	c := grpcClient(t, s, nil)
+	cr, err := c.CreateSequence(t.Context(), req(&v1.CreateSequenceRequest{Name: "g", Step: 0, ChunkSize: 0}, ""))
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 1_000_000_000}, []int64{cr.Msg.GetSequence().GetStep(), cr.Msg.GetSequence().GetChunkSize()}, "gRPC: 0 is the default")
+	_, err = c.CreateSequence(t.Context(), req(&v1.CreateSequenceRequest{Name: "g2", ChunkSize: -1}, ""))
+	requireCode(t, err, connect.CodeInvalidArgument, "invalid_definition")
+}

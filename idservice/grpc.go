@@ -124,10 +124,22 @@ func count(p *int32) (int, error) {
 	return int(*p), nil
 }
 
-// CreateSequence is POST /v1/sequences.
+// given is a proto3 scalar without presence as createRequest's optional
+// field: 0, which cannot be told from absent, is absent (the default, as
+// the .proto documents for step and chunk_size); any other value is given
+// and checked.
+func given(v int64) *int64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
+
+// CreateSequence is POST /v1/sequences. Its step and chunk_size of 0 are
+// the defaults (given), unlike the HTTP body's explicit 0.
 func (a grpcAPI) CreateSequence(ctx context.Context, req *connect.Request[v1.CreateSequenceRequest]) (*connect.Response[v1.CreateSequenceResponse], error) {
 	return unary(ctx, a.s, grpcRouteCreate, ScopeAdmin, req, func(ctx context.Context, m *v1.CreateSequenceRequest) (*v1.CreateSequenceResponse, error) {
-		c := createRequest{Name: m.GetName(), Type: m.GetType(), Start: m.Start, Step: m.GetStep(), ChunkSize: m.GetChunkSize()}
+		c := createRequest{Name: m.GetName(), Type: m.GetType(), Start: m.Start, Step: given(m.GetStep()), ChunkSize: given(m.GetChunkSize())}
 		d, err := c.definition()
 		if err != nil {
 			return nil, err

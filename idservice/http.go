@@ -335,20 +335,24 @@ func validateNewName(name string) error {
 		"name %q: a name of dots only cannot be reached on a URL path (normalisers remove . and .. segments); use a name with another character", shown)
 }
 
-// createRequest is the body of POST /v1/sequences.
+// createRequest is the body of POST /v1/sequences. Start, Step and
+// ChunkSize are nil when omitted (or null): the default; a value given,
+// 0 included, is checked.
 type createRequest struct {
 	Name      string `json:"name"`
 	Type      string `json:"type"`
 	Start     *int64 `json:"start"`
-	Step      int64  `json:"step"`
-	ChunkSize int64  `json:"chunk_size"`
+	Step      *int64 `json:"step"`
+	ChunkSize *int64 `json:"chunk_size"`
 }
 
 var typeNames = map[string]galloc.Type{"smallint": galloc.SmallInt, "integer": galloc.Integer, "bigint": galloc.BigInt}
 
 // definition validates the request and returns its definition with
 // galloc's defaults filled in. The name must pass validateName and
-// validateNewName.
+// validateNewName; a step or chunk size given must be at least 1 (galloc
+// reads 0 as "the default", so an explicit 0 is refused here rather than
+// silently taken as omitted).
 func (c createRequest) definition() (Definition, error) {
 	if err := validateName(c.Name); err != nil {
 		return Definition{}, err
@@ -356,7 +360,7 @@ func (c createRequest) definition() (Definition, error) {
 	if err := validateNewName(c.Name); err != nil {
 		return Definition{}, err
 	}
-	o := galloc.Options{Step: c.Step, ChunkSize: c.ChunkSize}
+	var o galloc.Options
 	if c.Type != "" {
 		t, ok := typeNames[c.Type]
 		if !ok {
@@ -367,8 +371,23 @@ func (c createRequest) definition() (Definition, error) {
 	if c.Start != nil {
 		o.Start, o.StartZero = *c.Start, *c.Start == 0
 	}
-	if c.Step < 0 || c.ChunkSize < 0 {
-		return Definition{}, newError(http.StatusBadRequest, CodeInvalidDefinition, "step %d, chunk_size %d: want positive numbers (or omit them for the defaults)", c.Step, c.ChunkSize)
+	var bad []string
+	for _, f := range []struct {
+		name string
+		v    *int64
+		to   *int64
+	}{{"step", c.Step, &o.Step}, {"chunk_size", c.ChunkSize, &o.ChunkSize}} {
+		switch {
+		case f.v == nil:
+		case *f.v < 1:
+			bad = append(bad, fmt.Sprintf("%s %d", f.name, *f.v))
+		default:
+			*f.to = *f.v
+		}
+	}
+	if len(bad) > 0 {
+		return Definition{}, newError(http.StatusBadRequest, CodeInvalidDefinition,
+			"%s: want a whole number of at least 1 (or omit the field for the default)", strings.Join(bad, ", "))
 	}
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
