@@ -36,14 +36,50 @@ const (
 	grpcRouteTimeshard = "grpc_timeshard_next"
 	grpcRouteDecompose = "grpc_timeshard_decompose"
 	grpcRouteUUIDs     = "grpc_uuid_next"
+
+	// grpcRouteNotFound labels every request under the service's path
+	// prefix that names no method of it, whatever the path: the label's
+	// values stay bounded.
+	grpcRouteNotFound = "grpc_not_found"
 )
+
+// grpcProcedures are the paths of the service's methods
+// ("/cqlseq.idservice.v1.IDService/NextSequence", ...), read from the
+// generated descriptor so that they follow make proto.
+var grpcProcedures = func() map[string]bool {
+	out := map[string]bool{}
+	ss := v1.File_cqlseq_idservice_v1_idservice_proto.Services()
+	for i := range ss.Len() {
+		if sd := ss.Get(i); string(sd.FullName()) == idservicev1connect.IDServiceName {
+			for j := range sd.Methods().Len() {
+				out["/"+idservicev1connect.IDServiceName+"/"+string(sd.Methods().Get(j).Name())] = true
+			}
+		}
+	}
+	return out
+}()
 
 // grpcHandler returns the gRPC API's path prefix and handler. A request
 // message above Options.MaxBodyBytes is refused by Connect itself
 // (RESOURCE_EXHAUSTED) before any method runs, and is not counted in the
-// request metrics.
+// request metrics. A path under the prefix that is no method of the
+// service (grpcProcedures) is answered as every unknown route: 404 with
+// the API's JSON not_found error, counted under grpcRouteNotFound (gRPC
+// clients read an HTTP 404 as UNIMPLEMENTED, Connect clients the JSON
+// body's code as NOT_FOUND).
 func (s *Service) grpcHandler() (string, http.Handler) {
-	return idservicev1connect.NewIDServiceHandler(grpcAPI{s: s}, connect.WithReadMaxBytes(int(s.o.MaxBodyBytes)))
+	prefix, h := idservicev1connect.NewIDServiceHandler(grpcAPI{s: s}, connect.WithReadMaxBytes(int(s.o.MaxBodyBytes)))
+	notFound := s.wrap(route{name: grpcRouteNotFound, h: func(w http.ResponseWriter, r *http.Request) error {
+		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s: the service %s has no such method",
+			r.Method, r.URL.Path, idservicev1connect.IDServiceName)
+	}})
+	return prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !grpcProcedures[r.URL.Path] {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // grpcCodes maps each stable error code to the gRPC code it is answered

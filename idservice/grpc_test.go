@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -455,4 +456,69 @@ func TestGRPCPlainNeedsNoTLS(t *testing.T) {
 	assert.Len(t, ur.Msg.GetUuids(), 2)
 	r := s.do(t, "GET", "/healthz", nil)
 	assert.Equal(t, 200, r.status)
+}
+
+// TestGRPCUnknownMethod: a method the service does not have, under its
+// path prefix, is answered as every unknown route is: 404 with the API's
+// JSON not_found error, counted in the request metrics under the one route
+// label grpc_not_found (never the path); a gRPC client sees it as
+// UNIMPLEMENTED, a Connect client as NOT_FOUND.
+func TestGRPCUnknownMethod(t *testing.T) {
+	o := testOptions(nil)
+	o.Tokens = tokens(t)
+	s := start(t, o, nil)
+	prefix := "/" + idservicev1connect.IDServiceName + "/"
+	for _, c := range []struct{ method, path, ctype string }{
+		{"POST", prefix + "NoSuchMethod", "application/json"},
+		{"POST", prefix + "NoSuchMethod", "application/grpc"},
+		{"GET", prefix + "nextsequence", ""},
+		{"POST", prefix, "application/proto"},
+		{"POST", prefix + "NextSequence/extra", "application/json"},
+	} {
+		hr, err := http.NewRequest(c.method, s.url+c.path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		if c.ctype != "" {
+			hr.Header.Set("Content-Type", c.ctype)
+		}
+		res, err := s.client.Do(hr)
+		require.NoError(t, err)
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, errors.Join(err, res.Body.Close()))
+		r := response{status: res.StatusCode, header: res.Header, body: string(b)}
+		if !assert.Equal(t, http.StatusNotFound, r.status, "%s %s: %s", c.method, c.path, r.body) {
+			continue
+		}
+		assert.Equal(t, "application/json", r.header.Get("Content-Type"), "%s %s", c.method, c.path)
+		e := r.err(t)
+		assert.Equal(t, "not_found", e.Code, "%s %s", c.method, c.path)
+		assert.Contains(t, e.Message, c.path, "%s %s", c.method, c.path)
+	}
+
+	// Generated clients of a newer .proto calling a method this server lacks.
+	gc := connect.NewClient[v1.ListLayoutsRequest, v1.ListLayoutsResponse](grpcHTTPClient(t), s.url+prefix+"NoSuchMethod", connect.WithGRPC())
+	_, err := gc.CallUnary(t.Context(), req(&v1.ListLayoutsRequest{}, issueToken))
+	var ce *connect.Error
+	require.True(t, errors.As(err, &ce), "%T %v", err, err)
+	assert.Equal(t, connect.CodeUnimplemented, ce.Code(), "gRPC: %v", err)
+	cc := connect.NewClient[v1.ListLayoutsRequest, v1.ListLayoutsResponse](s.client, s.url+prefix+"NoSuchMethod")
+	_, err = cc.CallUnary(t.Context(), req(&v1.ListLayoutsRequest{}, issueToken))
+	require.True(t, errors.As(err, &ce), "%T %v", err, err)
+	assert.Equal(t, connect.CodeNotFound, ce.Code(), "Connect: %v", err)
+	assert.Contains(t, ce.Message(), "NoSuchMethod")
+
+	m := s.do(t, "GET", "/metrics", nil)
+	assert.Contains(t, m.body, `cqlseq_service_requests_total{code="404",route="grpc_not_found"} 7`)
+	assert.Contains(t, m.body, `cqlseq_service_request_duration_seconds_count{route="grpc_not_found"} 7`)
+	assert.NotContains(t, m.body, "NoSuchMethod", "no path in a label")
+}
+
+// grpcHTTPClient is an HTTP client speaking h2c with prior knowledge, as
+// grpcClient's; its idle connections are closed when the test ends.
+func grpcHTTPClient(t *testing.T) *http.Client {
+	t.Helper()
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &p}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
