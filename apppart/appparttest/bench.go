@@ -255,8 +255,8 @@ func runFlowWith(b *testing.B, r flowRun) {
 			for w := range cmds {
 				cmds[w] = Cmd(WS(part, w+1))
 			}
-			// Clients of one partition start at different workspaces.
-			first := (i / parts) * (r.workspaces / clients)
+			// Clients of one partition start spread over its workspaces.
+			first := clientStart(i/parts, clients, r.workspaces)
 			for j := range n {
 				cmd := cmds[(first+j)%r.workspaces]
 				t0 := time.Now()
@@ -414,4 +414,15 @@ func report(b *testing.B, lat []time.Duration, elapsed time.Duration, unit strin
 	b.ReportMetric(float64(len(lat))/elapsed.Seconds(), unit)
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
+}
+
+// clientStart is the workspace index client c of clients starts at, of
+// workspaces: spread evenly over all of them at every client count (c *
+// workspaces / clients), so that clients walking one workspace a command
+// each never walk in lockstep on one workspace (before, (c/parts) *
+// (workspaces/clients) put every client at 0 when workspaces < clients);
+// with more clients than workspaces several clients share a start, the
+// shares differing by one at most.
+func clientStart(c, clients, workspaces int) int {
+	return c * workspaces / clients
 }

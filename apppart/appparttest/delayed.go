@@ -135,6 +135,10 @@ func (d *DelayedStorage) Close() error { return nil }
 // partition in the runs named without a client count.
 const DelayedClients = 16
 
+// delayedWorkspaces are the workspaces of RunDelayedFlowBenchmarks' warm
+// runs: the clients start spread over them (clientStart).
+const delayedWorkspaces = 200
+
 // DelayedScaleClients are the client counts RunDelayedFlowBenchmarks also
 // runs each mode with (named .../<clients>), to show how the flow scales
 // with its clients.
@@ -142,7 +146,7 @@ var DelayedScaleClients = []int{64, 128, 256}
 
 // RunDelayedFlowBenchmarks runs the flow on one partition over st wrapped
 // in a DelayedStorage of delay, in every mode, with a warm cache (200
-// workspaces, all cached) and a cold one (10,000 workspaces, a cache of 8:
+// workspaces, all cached, the clients spread over them) and a cold one (10,000 workspaces, a cache of 8:
 // every command misses): with DelayedClients clients (Delayed/warm/trust2)
 // and with each of DelayedScaleClients (Delayed/warm/trust2/64); and, to
 // compare with, each mode with DelayedClients clients and
@@ -165,8 +169,12 @@ func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Durat
 		flows = append(flows, flow{m, 0, DelayedClients, m.String()}, flow{m, 1, DelayedClients, m.String() + "/maxgroup1"})
 	}
 	for _, clients := range DelayedScaleClients {
+		name := "%s/%d"
+		if clients > delayedWorkspaces {
+			name += "-more-clients-than-workspaces" // several clients share a workspace
+		}
 		for _, m := range modes {
-			flows = append(flows, flow{m, 0, clients, fmt.Sprintf("%s/%d", m, clients)})
+			flows = append(flows, flow{m, 0, clients, fmt.Sprintf(name, m, clients)})
 		}
 	}
 	// A lone client, warm: its latency (p50) against the delay, the
@@ -184,7 +192,7 @@ func RunDelayedFlowBenchmarks(b *testing.B, st storage.Storage, delay time.Durat
 		for _, f := range flows {
 			b.Run(fmt.Sprintf("Delayed/%s/%s", cache, f.name), func(b *testing.B) {
 				d := NewDelayedStorage(st, delay)
-				r := flowRun{st: d, mode: f.mode, parts: 1, clients: f.clients, workspaces: 200, warm: true}
+				r := flowRun{st: d, mode: f.mode, parts: 1, clients: f.clients, workspaces: delayedWorkspaces, warm: true}
 				cacheSize := 0
 				if cache == "cold" {
 					r.workspaces, r.warm = 10_000, false
