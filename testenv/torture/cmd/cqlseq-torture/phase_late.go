@@ -11,7 +11,6 @@ import (
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
-	"github.com/cqlseq/cqlseq/storage/cql"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 
@@ -242,15 +241,11 @@ func (lc lateCount) String() string {
 // that no reader reads, which a dead owner's late writes leave.
 func (t *tort) lateRows(ctx context.Context, ks string, parts, procs int) (lateCount, error) {
 	lc := lateCount{byOwner: map[int]int{}}
-	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(t.c.hosts, ","), Keyspace: ks, Timeout: 30 * time.Second, ConnectTimeout: 30 * time.Second})
+	rd, done, err := t.plogReader(ctx, ks)
 	if err != nil {
 		return lc, err
 	}
-	defer st.Close()
-	rd, err := plog.NewReader(st, plog.ReaderOptions{PageTimeout: time.Minute})
-	if err != nil {
-		return lc, err
-	}
+	defer done()
 	for p := range parts {
 		part := isequencer.PartitionID(p)
 		var gaps [][2]isequencer.PLogOffset

@@ -161,18 +161,29 @@ type ownedEvent struct {
 	payload int
 }
 
+// plogReader opens ks on the campaign's hosts and returns a PLog reader
+// over it and the function that closes the store.
+func (t *tort) plogReader(ctx context.Context, ks string) (*plog.Reader, func(), error) {
+	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(t.c.hosts, ","), Keyspace: ks, Timeout: 30 * time.Second, ConnectTimeout: 30 * time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	rd, err := plog.NewReader(st, plog.ReaderOptions{PageTimeout: time.Minute})
+	if err != nil {
+		_ = st.Close()
+		return nil, nil, err
+	}
+	return rd, func() { _ = st.Close() }, nil
+}
+
 // readEvents reads partitions 0..parts-1 of ks's PLog (from offset 1 to
 // the first missing offset).
 func (t *tort) readEvents(ctx context.Context, ks string, parts int) ([]ownedEvent, error) {
-	st, err := cql.Open(ctx, cql.Options{Hosts: strings.Split(t.c.hosts, ","), Keyspace: ks, Timeout: 30 * time.Second, ConnectTimeout: 30 * time.Second})
+	rd, done, err := t.plogReader(ctx, ks)
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
-	rd, err := plog.NewReader(st, plog.ReaderOptions{PageTimeout: time.Minute})
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	var out []ownedEvent
 	for p := range parts {
 		err := rd.ReadEvents(ctx, isequencer.PartitionID(p), 1, func(e *plog.Event) error {
