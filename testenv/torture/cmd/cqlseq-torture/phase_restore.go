@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -249,72 +246,33 @@ func advanceMargins(lost string) (numbers, offsets uint64, err error) {
 // then (it may have finished). A run with st must exit 0 unless killed (a
 // failed check, counted); with st nil the caller judges the output.
 func (t *tort) advance(ctx context.Context, g toolsTarget, mode string, numbers, offsets uint64, tag string, killAfter time.Duration, st *restoreStats) (string, error) {
-	parts := make([]string, smallLoad.partitions)
-	for i := range parts {
-		parts[i] = strconv.Itoa(i)
-	}
 	quiet := "2s"
 	if g.file != "" {
 		quiet = "0"
 	}
-	args := append([]string{"advance", "--app", strconv.Itoa(toolsApp), "--partition", strings.Join(parts, ","), "--mode", mode,
-		"--numbers", strconv.FormatUint(numbers, 10), "--offsets", strconv.FormatUint(offsets, 10), "--quiet", quiet}, g.storeArgs(t)...)
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, t.c.cqlseq, args...)
-	outFile := filepath.Join(t.c.dir, tag+".out")
-	f, err := os.Create(outFile)
+	r, err := t.tool(ctx, g, tag, "advance", killAfter, "advance", "--app", strconv.Itoa(toolsApp), "--partition", toolsPartitions(), "--mode", mode,
+		"--numbers", strconv.FormatUint(numbers, 10), "--offsets", strconv.FormatUint(offsets, 10), "--quiet", quiet)
 	if err != nil {
-		return "", err
+		return r.out, err
 	}
-	defer f.Close()
-	cmd.Stdout, cmd.Stderr = f, f
-	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("cqlseq advance on %s: %w", g.name(), err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	killed := false
-	if killAfter > 0 {
-		select {
-		case err = <-done:
-		case <-time.After(killAfter):
-			_ = cmd.Process.Kill()
-			err, killed = <-done, true
-		}
-	} else {
-		err = <-done
-	}
-	t.mark("advance", began, time.Now())
-	_, _ = f.Seek(0, io.SeekStart)
-	b, _ := io.ReadAll(f)
-	out := string(b)
-	if ctx.Err() != nil {
-		return out, ctx.Err()
-	}
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
-		return out, fmt.Errorf("cqlseq advance on %s: %w", g.name(), err)
-	}
-	summary := strings.ReplaceAll(strings.TrimSpace(out), "\n", "\n  ")
+	summary := strings.ReplaceAll(strings.TrimSpace(r.out), "\n", "\n  ")
 	if st == nil {
-		t.logf("restore: advance on %s (%s) ended (%v) in %.1f s:\n  %s", g.name(), tag, err, time.Since(began).Seconds(), summary)
-		return out, nil
+		t.logf("restore: advance on %s (%s) ended (%v) in %.1f s:\n  %s", g.name(), tag, r.exit, r.took.Seconds(), summary)
+		return r.out, nil
 	}
 	st.advanceRuns++
 	switch {
-	case killed:
+	case r.killed:
 		st.advanceKilled++
-		t.logf("restore: advance on %s SIGKILLed after %v (%s):\n  %s", g.name(), killAfter, outFile, summary)
-	case err != nil:
+		t.logf("restore: advance on %s SIGKILLed after %v (%s):\n  %s", g.name(), killAfter, r.outFile, summary)
+	case r.exit != nil:
 		st.advanceFails++
 		t.failed = true
-		t.logf("restore: FAILED: advance on %s exited %v (it must exit 0), in %.1f s:\n  %s", g.name(), err, time.Since(began).Seconds(), summary)
+		t.logf("restore: FAILED: advance on %s exited %v (it must exit 0), in %.1f s:\n  %s", g.name(), r.exit, r.took.Seconds(), summary)
 	default:
-		t.logf("restore: advance on %s: exit 0 in %.1f s:\n  %s", g.name(), time.Since(began).Seconds(), summary)
+		t.logf("restore: advance on %s: exit 0 in %.1f s:\n  %s", g.name(), r.took.Seconds(), summary)
 	}
-	return out, nil
+	return r.out, nil
 }
 
 // backup saves g's state: a bbolt file is copied (no owner has it open); a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -512,42 +513,90 @@ func toolSummary(out string) []string {
 // a failed check (counted, logged); one that could not be started ends the
 // phase.
 func (t *tort) runTool(ctx context.Context, g toolsTarget, tag string, st *toolsStats) (map[int]uint64, error) {
-	parts := make([]string, smallLoad.partitions)
-	for i := range parts {
-		parts[i] = strconv.Itoa(i)
+	r, err := t.tool(ctx, g, tag, "actualize --write", 0, "actualize", "--write", "--app", strconv.Itoa(toolsApp), "--partition", toolsPartitions())
+	if err != nil {
+		return nil, err
 	}
-	args := append([]string{"actualize", "--write", "--app", strconv.Itoa(toolsApp), "--partition", strings.Join(parts, ",")}, g.storeArgs(t)...)
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	began := time.Now()
-	b, err := exec.CommandContext(cctx, t.c.cqlseq, args...).CombinedOutput()
-	t.mark("actualize --write", began, time.Now())
-	out := string(b)
-	outFile := filepath.Join(t.c.dir, tag+".out")
-	_ = os.WriteFile(outFile, b, 0o644)
 	st.toolRuns++
-	var ee *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil && !errors.As(err, &ee):
-		return nil, fmt.Errorf("cqlseq actualize on %s: %w", g.name(), err)
-	}
-	for _, l := range strings.Split(out, "\n") {
+	for _, l := range strings.Split(r.out, "\n") {
 		if strings.HasPrefix(l, "took over partition") {
 			st.tookOver++
 		}
 	}
-	summary := toolSummary(out)
-	if err != nil {
+	summary := toolSummary(r.out)
+	if r.exit != nil {
 		st.toolFails++
 		t.failed = true
-		t.logf("tools: FAILED: actualize --write on %s exited %v (it must exit 0), in %.1f s (%s):\n  %s", g.name(), err, time.Since(began).Seconds(),
-			outFile, strings.Join(summary, "\n  "))
-		return parseNextOffsets(out), nil
+		t.logf("tools: FAILED: actualize --write on %s exited %v (it must exit 0), in %.1f s (%s):\n  %s", g.name(), r.exit, r.took.Seconds(),
+			r.outFile, strings.Join(summary, "\n  "))
+		return parseNextOffsets(r.out), nil
 	}
-	t.logf("tools: actualize --write on %s: exit 0 in %.1f s (%s):\n  %s", g.name(), time.Since(began).Seconds(), outFile, strings.Join(summary, "\n  "))
-	return parseNextOffsets(out), nil
+	t.logf("tools: actualize --write on %s: exit 0 in %.1f s (%s):\n  %s", g.name(), r.took.Seconds(), r.outFile, strings.Join(summary, "\n  "))
+	return parseNextOffsets(r.out), nil
+}
+
+// toolsPartitions is the --partition list of the tools' runs: the
+// partitions of smallLoad.
+func toolsPartitions() string {
+	parts := make([]string, smallLoad.partitions)
+	for i := range parts {
+		parts[i] = strconv.Itoa(i)
+	}
+	return strings.Join(parts, ",")
+}
+
+// toolRun is how a cqlseq tool run ended: its output (also in outFile),
+// its exit (nil, or the *exec.ExitError of a non-zero exit or a kill),
+// whether the campaign SIGKILLed it, and how long it ran.
+type toolRun struct {
+	out, outFile string
+	exit         error
+	killed       bool
+	took         time.Duration
+}
+
+// tool runs cqlseq with args and g's store flags, for at most 5 minutes,
+// its output in the campaign's directory (tag.out), marked on the phase's
+// plot as mark; killAfter > 0 SIGKILLs it then (it may have finished). The
+// error is for a run that could not be carried out (not started, or ctx
+// ended); an exit status is toolRun.exit, for the caller to judge.
+func (t *tort) tool(ctx context.Context, g toolsTarget, tag, mark string, killAfter time.Duration, args ...string) (toolRun, error) {
+	r := toolRun{outFile: filepath.Join(t.c.dir, tag+".out")}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, t.c.cqlseq, append(args, g.storeArgs(t)...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return r, fmt.Errorf("cqlseq %s on %s: %w", args[0], g.name(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	if killAfter > 0 {
+		select {
+		case err = <-done:
+		case <-time.After(killAfter):
+			_ = cmd.Process.Kill()
+			err, r.killed = <-done, true
+		}
+	} else {
+		err = <-done
+	}
+	r.took = time.Since(began)
+	t.mark(mark, began, time.Now())
+	r.out = out.String()
+	_ = os.WriteFile(r.outFile, out.Bytes(), 0o644)
+	if ctx.Err() != nil {
+		return r, ctx.Err()
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return r, fmt.Errorf("cqlseq %s on %s: %w", args[0], g.name(), err)
+	}
+	r.exit = err
+	return r, nil
 }
 
 // toolsStoresKnown are -tools-stores' accepted names.
