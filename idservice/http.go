@@ -297,7 +297,7 @@ func digits(s string) bool {
 	return true
 }
 
-// validateName checks a sequence name or Leaf key: 1..MaxNameLen bytes of
+// validateName checks a sequence name or Leaf segment key: 1..MaxNameLen bytes of
 // [A-Za-z0-9._-].
 func validateName(name string) error {
 	ok := name != "" && len(name) <= MaxNameLen

@@ -70,7 +70,13 @@ func writeLeafID(w http.ResponseWriter, id int64) {
 	_, _ = w.Write(b)
 }
 
-// handleLeafSegment is Leaf's segment mode: the key is a sequence's name.
+// handleLeafSegment is Leaf's segment mode: the key is a sequence's name
+// (Leaf's biz_tag). A key that is not a valid name (validateName) names
+// no sequence, so it is answered as an unknown key is, and as Leaf
+// answers a biz_tag it does not have: Leaf's error with Result{id=-2}
+// (writeLeafError), here with the code invalid_name rather than
+// unknown_sequence. Such a key costs nothing: it is refused before any
+// store call.
 func (s *Service) handleLeafSegment(w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if err := validateName(key); err != nil {
@@ -86,11 +92,10 @@ func (s *Service) handleLeafSegment(w http.ResponseWriter, r *http.Request) erro
 
 // handleLeafSnowflake is Leaf's snowflake mode: an ID of the 63-bit layout
 // (Leaf's own split: 41 bits of milliseconds, 10 of node, 12 of counter).
-// Leaf ignores the key; so does this, past checking it is a valid name.
+// Leaf ignores the key; so does this: any key is taken, of any bytes
+// (order:id, Chinese, percent-encoded) and any length. An empty key does
+// not reach it (the path then names no route: 404, as in Spring).
 func (s *Service) handleLeafSnowflake(w http.ResponseWriter, r *http.Request) error {
-	if err := validateName(r.PathValue("key")); err != nil {
-		return err
-	}
 	ids, err := s.NextTimeshard(r.Context(), leafLayout, 1)
 	if err != nil {
 		return err
