@@ -23,11 +23,15 @@ import (
 // route is one route of the API.
 type route struct {
 	name    string // the metrics' route label
-	method  string
+	method  string // "": any method
 	pattern string
 	scope   Scope
-	leaf    bool // errors answered as Leaf answers them
-	h       func(w http.ResponseWriter, r *http.Request) error
+	// leaf marks Leaf's paths, answered as Leaf's Spring Boot 1.5 server
+	// answers them (leaf.go): any method (method ""; OPTIONS answered as
+	// Spring answers it, leafOptions), the path with a trailing slash too
+	// (leafSlash), errors in Leaf's body (writeLeafError).
+	leaf bool
+	h    func(w http.ResponseWriter, r *http.Request) error
 }
 
 // routes is the API: docs/service.md describes each.
@@ -40,8 +44,8 @@ func (s *Service) routes() []route {
 		{name: "timeshard_next", method: http.MethodPost, pattern: "/v1/timeshard/{layout}/next", scope: ScopeIssue, h: s.handleTimeshardNext},
 		{name: "timeshard_decompose", method: http.MethodGet, pattern: "/v1/timeshard/{layout}/ids/{id}", scope: ScopeIssue, h: s.handleDecompose},
 		{name: "uuid_next", method: http.MethodPost, pattern: "/v1/uuids", scope: ScopeIssue, h: s.handleUUIDs},
-		{name: "leaf_segment", method: http.MethodGet, pattern: "/api/segment/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSegment},
-		{name: "leaf_snowflake", method: http.MethodGet, pattern: "/api/snowflake/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSnowflake},
+		{name: "leaf_segment", pattern: "/api/segment/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSegment},
+		{name: "leaf_snowflake", pattern: "/api/snowflake/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSnowflake},
 		{name: "healthz", method: http.MethodGet, pattern: "/healthz", h: s.handleHealthz},
 		{name: "readyz", method: http.MethodGet, pattern: "/readyz", h: s.handleReadyz},
 	}
@@ -52,7 +56,11 @@ func (s *Service) routes() []route {
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routes() {
-		mux.Handle(rt.pattern, s.wrap(rt))
+		h := s.wrap(rt)
+		mux.Handle(rt.pattern, h)
+		if rt.leaf {
+			mux.Handle(leafSlash(rt.pattern), h)
+		}
 	}
 	mux.Handle(s.grpcHandler())
 	metrics := promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{})
@@ -86,8 +94,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// wrap checks the method, the body's size and the token before rt's
-// handler runs, answers its error, and records the request's metrics.
+// wrap checks the method, the token and the body's size before rt's
+// handler runs, answers its error, and records the request's metrics. A
+// Leaf path answers OPTIONS itself, once the token is checked.
 func (s *Service) wrap(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
@@ -118,6 +127,10 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, rt route) error 
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cqlseq"`)
 		}
 		return ae
+	}
+	if rt.leaf && r.Method == http.MethodOptions {
+		leafOptions(w)
+		return nil
 	}
 	if r.ContentLength > s.o.MaxBodyBytes {
 		return bodyTooLarge(s.o.MaxBodyBytes)

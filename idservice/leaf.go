@@ -8,7 +8,10 @@ import (
 	"time"
 )
 
-// Meituan Leaf's two paths answer as Leaf's LeafController does: the ID
+// Meituan Leaf's two paths answer as Leaf's LeafController does, whose
+// @RequestMapping names no method: any method is answered as GET (OPTIONS
+// as Spring answers it: leafOptions), and the path with a trailing slash
+// as the path (Spring Boot 1.5 matches it). They answer the ID
 // as a plain-text body (Spring's String answer, text/plain), and an error
 // as HTTP 500 with Spring Boot's error body, whose message is Leaf's
 // Result.toString with Leaf's exception ID:
@@ -36,6 +39,26 @@ type leafErrorBody struct {
 	Path      string `json:"path"`
 	Code      Code   `json:"code"`
 }
+
+// leafAllow is the Allow header of Spring's answer to OPTIONS on a path
+// mapped without a method (Spring 4.3's implicit OPTIONS: every method but
+// TRACE).
+const leafAllow = "GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS"
+
+// leafOptions answers OPTIONS on a Leaf path as Spring 4.3 (Spring Boot
+// 1.5) does for a @RequestMapping without a method: 200, Allow, no body;
+// the handler does not run, so no ID is taken.
+func leafOptions(w http.ResponseWriter) {
+	w.Header().Set("Allow", leafAllow)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusOK)
+}
+
+// leafSlash returns the pattern that matches pattern's path with a
+// trailing slash, and only that: Spring Boot 1.5 matches
+// /api/segment/get/k/ as /api/segment/get/k (useTrailingSlashMatch),
+// but not /api/segment/get/k/x.
+func leafSlash(pattern string) string { return pattern + "/{$}" }
 
 func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	if ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden || ae.status == http.StatusMethodNotAllowed {

@@ -82,3 +82,48 @@ func TestLeafSegmentBadKey(t *testing.T) {
 	check("no-such-sequence", "unknown_sequence")
 	assert.Equal(t, []int64{1}, s.ids(t, "/v1/sequences/orders/next"), "no refused key took an ID")
 }
+
+// TestLeafAnyMethodAndTrailingSlash (issue 52 item 5): Leaf's controller
+// maps its paths without a method and Spring Boot 1.5 matches a trailing
+// slash, so every method but OPTIONS, with or without a trailing slash,
+// answers as GET does: the next ID as plain text. OPTIONS answers 200
+// with Spring's Allow header and takes no ID.
+func TestLeafAnyMethodAndTrailingSlash(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	s.create(t, `{"name":"orders","chunk_size":10}`)
+	want := int64(0)
+	for _, method := range []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD"} {
+		for _, slash := range []string{"", "/"} {
+			want++
+			r := s.do(t, method, "/api/segment/get/orders"+slash, nil)
+			if !assert.Equal(t, 200, r.status, "%s segment%s: %s", method, slash, r.body) {
+				continue
+			}
+			assert.Equal(t, "text/plain;charset=UTF-8", r.header.Get("Content-Type"), "%s segment%s", method, slash)
+			if method == "HEAD" {
+				assert.Empty(t, r.body)
+			} else {
+				assert.Equal(t, strconv.FormatInt(want, 10), r.body, "%s segment%s", method, slash)
+			}
+			r = s.do(t, method, "/api/snowflake/get/any"+slash, nil)
+			if assert.Equal(t, 200, r.status, "%s snowflake%s: %s", method, slash, r.body) && method != "HEAD" {
+				_, err := strconv.ParseInt(r.body, 10, 64)
+				assert.NoError(t, err, "%s snowflake%s: %q", method, slash, r.body)
+			}
+		}
+	}
+	r := s.do(t, "POST", "/api/segment/get/orders", []byte("a=1&b=2"))
+	want++
+	assert.Equal(t, strconv.FormatInt(want, 10), r.body, "a form body is ignored, as Leaf does")
+
+	for _, path := range []string{"/api/segment/get/orders", "/api/snowflake/get/x/"} {
+		r := s.do(t, "OPTIONS", path, nil)
+		assert.Equal(t, 200, r.status, "OPTIONS %s: %s", path, r.body)
+		assert.Equal(t, "GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS", r.header.Get("Allow"), "OPTIONS %s", path)
+		assert.Empty(t, r.body, "OPTIONS %s", path)
+	}
+	assert.Equal(t, []int64{want + 1}, s.ids(t, "/v1/sequences/orders/next"), "every request but OPTIONS took one ID")
+	for _, path := range []string{"/api/segment/get/orders/x", "/api/segment/get/", "/api/segment/get"} {
+		assert.Equal(t, 404, s.do(t, "GET", path, nil).status, path)
+	}
+}
