@@ -185,8 +185,8 @@ func TestExhaustedNeverWraps(t *testing.T) {
 }
 
 // TestLeafPaths: Leaf's segment and snowflake paths answer the ID as a
-// plain-text body, and an unknown key as Leaf does (500, Spring's error
-// body with Leaf's Result{id=-2, status=EXCEPTION}).
+// plain-text body, and an unknown key as Leaf does (500, Spring Boot 1.5's
+// error body with Leaf's Result{id=-2, status=EXCEPTION}).
 func TestLeafPaths(t *testing.T) {
 	s := start(t, testOptions(nil), nil)
 	s.create(t, `{"name":"leaf-segment-test","chunk_size":100}`)
@@ -199,9 +199,10 @@ func TestLeafPaths(t *testing.T) {
 	r := s.do(t, "GET", "/api/segment/get/no-such-tag", nil)
 	require.Equal(t, 500, r.status)
 	var lb struct {
-		Timestamp string `json:"timestamp"`
+		Timestamp int64  `json:"timestamp"`
 		Status    int    `json:"status"`
 		Error     string `json:"error"`
+		Exception string `json:"exception"`
 		Message   string `json:"message"`
 		Path      string `json:"path"`
 		Code      string `json:"code"`
@@ -209,11 +210,11 @@ func TestLeafPaths(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.body), &lb), r.body)
 	assert.Equal(t, 500, lb.Status)
 	assert.Equal(t, "Internal Server Error", lb.Error)
+	assert.Equal(t, "com.sankuai.inf.leaf.server.exception.LeafServerException", lb.Exception)
 	assert.Equal(t, "Result{id=-2, status=EXCEPTION}", lb.Message)
 	assert.Equal(t, "/api/segment/get/no-such-tag", lb.Path)
 	assert.Equal(t, "unknown_sequence", lb.Code)
-	_, err := time.Parse("2006-01-02T15:04:05.000+00:00", lb.Timestamp)
-	assert.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), time.UnixMilli(lb.Timestamp), time.Minute)
 
 	node, ok := s.svc.Node("63")
 	require.True(t, ok)

@@ -1,6 +1,7 @@
 package idservice
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,13 +12,16 @@ import (
 // Meituan Leaf's two paths answer as Leaf's LeafController does, whose
 // @RequestMapping names no method: any method is answered as GET (OPTIONS
 // as Spring answers it: leafOptions), and the path with a trailing slash
-// as the path (Spring Boot 1.5 matches it). They answer the ID
-// as a plain-text body (Spring's String answer, text/plain), and an error
-// as HTTP 500 with Spring Boot's error body, whose message is Leaf's
-// Result.toString with Leaf's exception ID:
+// as the path (Spring Boot 1.5 matches it). They answer the ID as a
+// plain-text body (Spring's String answer, text/plain), and an error as
+// Leaf does: its controller throws LeafServerException with Leaf's
+// Result.toString as its message, which Spring Boot 1.5 (Leaf's) answers
+// 500 with its error body (writeLeafError):
 //
-//	{"timestamp":"...","status":500,"error":"Internal Server Error",
-//	 "message":"Result{id=-2, status=EXCEPTION}","path":"/api/segment/get/k"}
+//	{"timestamp":1764302353139,"status":500,"error":"Internal Server Error",
+//	 "exception":"com.sankuai.inf.leaf.server.exception.LeafServerException",
+//	 "message":"Result{id=-2, status=EXCEPTION}","path":"/api/segment/get/k",
+//	 "code":"unknown_sequence"}
 //
 // Leaf's exception IDs: -2 the key does not exist (here also: a key that
 // is not a valid name), -3 no segment could be loaded (here: the store is
@@ -30,14 +34,74 @@ const (
 	leafOtherFailed = -1
 )
 
-// leafErrorBody is Spring Boot's error body, with the API's code.
-type leafErrorBody struct {
-	Timestamp string `json:"timestamp"`
+// leafException is the Java class the error body names: Leaf's own, which
+// its controller throws for a Result of status EXCEPTION.
+const leafException = "com.sankuai.inf.leaf.server.exception.LeafServerException"
+
+// springErrorBody is Spring Boot 1.5's error body (DefaultErrorAttributes,
+// its fields in its order), with the API's code.
+type springErrorBody struct {
+	Timestamp int64  `json:"timestamp"` // milliseconds since the Unix epoch (a java.util.Date as Jackson writes it)
 	Status    int    `json:"status"`
-	Error     string `json:"error"`
+	Error     string `json:"error"`     // the status's reason phrase
+	Exception string `json:"exception"` // the Java exception's class
 	Message   string `json:"message"`
-	Path      string `json:"path"`
+	Path      string `json:"path"` // the request's path as sent (Spring's request URI)
 	Code      Code   `json:"code"`
+}
+
+// leafJSONType is the content type of Spring 4.3's JSON answers.
+const leafJSONType = "application/json;charset=UTF-8"
+
+// writeSpringError answers status with Spring Boot 1.5's error body.
+func writeSpringError(w http.ResponseWriter, r *http.Request, status int, exception, message string, code Code) {
+	writeLeafJSON(w, status, springErrorBody{
+		Timestamp: time.Now().UnixMilli(),
+		Status:    status,
+		Error:     http.StatusText(status),
+		Exception: exception,
+		Message:   message,
+		Path:      r.URL.EscapedPath(),
+		Code:      code,
+	})
+}
+
+// writeLeafJSON answers status with v in JSON as Spring 4.3's Jackson
+// writes it: application/json;charset=UTF-8, no HTML escaping (& < > as
+// they are), no trailing newline.
+func writeLeafJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		writeError(w, newError(http.StatusInternalServerError, CodeInternal, "encoding the response failed: %v", err))
+		return
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	w.Header().Set("Content-Type", leafJSONType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// writeLeafError answers ae on a Leaf path as Leaf does: 500, Spring Boot
+// 1.5's body naming LeafServerException, whose message is Leaf's Result
+// with the exception ID ae's code maps to. 401 and 403 are answered as on
+// every route (Leaf has no authentication).
+func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden {
+		writeError(w, ae)
+		return
+	}
+	id := leafOtherFailed
+	switch ae.code {
+	case CodeUnknownSequence, CodeInvalidName:
+		id = leafUnknownKey
+	case CodeUnavailable, CodeExhausted, CodeNoNodeLease, CodeClock, CodeShuttingDown:
+		id = leafNoSegment
+	}
+	writeSpringError(w, r, http.StatusInternalServerError, leafException,
+		"Result{id="+strconv.Itoa(id)+", status=EXCEPTION}", ae.code)
 }
 
 // leafAllow is the Allow header of Spring's answer to OPTIONS on a path
@@ -59,31 +123,6 @@ func leafOptions(w http.ResponseWriter) {
 // /api/segment/get/k/ as /api/segment/get/k (useTrailingSlashMatch),
 // but not /api/segment/get/k/x.
 func leafSlash(pattern string) string { return pattern + "/{$}" }
-
-func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError) {
-	if ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden || ae.status == http.StatusMethodNotAllowed {
-		writeError(w, ae)
-		return
-	}
-	id := leafOtherFailed
-	switch ae.code {
-	case CodeUnknownSequence, CodeInvalidName:
-		id = leafUnknownKey
-	case CodeUnavailable, CodeExhausted, CodeNoNodeLease, CodeClock, CodeShuttingDown:
-		id = leafNoSegment
-	}
-	b, _ := json.Marshal(leafErrorBody{
-		Timestamp: time.Now().UTC().Format("2006-01-02T15:04:05.000+00:00"),
-		Status:    http.StatusInternalServerError,
-		Error:     "Internal Server Error",
-		Message:   "Result{id=" + strconv.Itoa(id) + ", status=EXCEPTION}",
-		Path:      r.URL.Path,
-		Code:      ae.code,
-	})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusInternalServerError)
-	_, _ = w.Write(b)
-}
 
 func writeLeafID(w http.ResponseWriter, id int64) {
 	b := strconv.AppendInt(nil, id, 10)

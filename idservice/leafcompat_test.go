@@ -127,3 +127,72 @@ func TestLeafAnyMethodAndTrailingSlash(t *testing.T) {
 		assert.Equal(t, 404, s.do(t, "GET", path, nil).status, path)
 	}
 }
+
+// springBoot15Keys are the fields of Spring Boot 1.5's error body, in its
+// order (DefaultErrorAttributes), then the API's code.
+var springBoot15Keys = []string{"timestamp", "status", "error", "exception", "message", "path", "code"}
+
+// leafError checks that r is Leaf's error answer as Spring Boot 1.5 gives
+// it (status, content type, the fields in order, timestamp a JSON number of
+// epoch milliseconds within a minute of now) and returns its fields.
+func leafError(t *testing.T, r response, status int) map[string]any {
+	t.Helper()
+	require.Equal(t, status, r.status, r.body)
+	assert.Equal(t, "application/json;charset=UTF-8", r.header.Get("Content-Type"))
+	dec := json.NewDecoder(strings.NewReader(r.body))
+	dec.UseNumber()
+	var keys []string
+	_, err := dec.Token() // {
+	require.NoError(t, err, r.body)
+	b := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		require.NoError(t, err, r.body)
+		k := tok.(string)
+		var v any
+		require.NoError(t, dec.Decode(&v), r.body)
+		keys = append(keys, k)
+		b[k] = v
+	}
+	assert.Equal(t, springBoot15Keys, keys, "Spring Boot 1.5's fields in its order, then code: %s", r.body)
+	ts, ok := b["timestamp"].(json.Number)
+	if assert.True(t, ok, "timestamp is a JSON number: %s", r.body) {
+		ms, err := ts.Int64()
+		if assert.NoError(t, err, "timestamp %s: whole milliseconds", ts) {
+			assert.WithinDuration(t, time.Now(), time.UnixMilli(ms), time.Minute, "timestamp %d: epoch milliseconds", ms)
+		}
+	}
+	assert.Equal(t, json.Number(strconv.Itoa(status)), b["status"], "status is a JSON number")
+	return b
+}
+
+// TestLeafErrorBodySpringBoot15 (issue 52 item 6): a failure on a Leaf path
+// is Spring Boot 1.5's error body (Leaf runs on it): timestamp a JSON number
+// of epoch milliseconds, status, error, exception (Leaf's
+// LeafServerException), message (Leaf's Result), path (as sent), and the
+// API's code; the API's own routes keep their {"code","message"}.
+func TestLeafErrorBodySpringBoot15(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	s.create(t, `{"name":"tiny","type":"smallint","start":32767,"chunk_size":1}`)
+	require.Equal(t, "32767", s.do(t, "GET", "/api/segment/get/tiny", nil).body)
+	for _, c := range []struct {
+		path, wmessage, wcode, wpath string
+	}{
+		{"/api/segment/get/nope", "Result{id=-2, status=EXCEPTION}", "unknown_sequence", "/api/segment/get/nope"},
+		{"/api/segment/get/nope/", "Result{id=-2, status=EXCEPTION}", "unknown_sequence", "/api/segment/get/nope/"},
+		{"/api/segment/get/%E8%AE%A2%E5%8D%95", "Result{id=-2, status=EXCEPTION}", "invalid_name", "/api/segment/get/%E8%AE%A2%E5%8D%95"},
+		{"/api/segment/get/a&b", "Result{id=-2, status=EXCEPTION}", "invalid_name", "/api/segment/get/a&b"},
+		{"/api/segment/get/tiny", "Result{id=-3, status=EXCEPTION}", "sequence_exhausted", "/api/segment/get/tiny"},
+	} {
+		b := leafError(t, s.do(t, "POST", c.path, nil), 500)
+		assert.Equal(t, "Internal Server Error", b["error"], c.path)
+		assert.Equal(t, "com.sankuai.inf.leaf.server.exception.LeafServerException", b["exception"], c.path)
+		assert.Equal(t, c.wmessage, b["message"], c.path)
+		assert.Equal(t, c.wpath, b["path"], "%s: the path as sent (Spring's request URI)", c.path)
+		assert.Equal(t, c.wcode, b["code"], c.path)
+	}
+	r := s.do(t, "POST", "/v1/sequences/nope/next", nil)
+	require.Equal(t, 404, r.status)
+	assert.JSONEq(t, `{"code":"unknown_sequence","message":"idservice: unknown sequence: \"nope\""}`, r.body, "the API keeps its own error body")
+	assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+}
