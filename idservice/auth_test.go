@@ -25,7 +25,8 @@ import (
 // TestTokenScopes: with a token file, the ID routes want an issue or an
 // admin token, creating a sequence an admin token; a missing or unknown
 // token is 401, a token without the scope 403; /healthz, /readyz and
-// /metrics are open. A refused request takes no ID.
+// /metrics are open; Leaf's paths and monitor pages want an issue token as
+// the ID routes do. A refused request takes no ID.
 func TestTokenScopes(t *testing.T) {
 	o := testOptions(nil)
 	o.Tokens = tokens(t)
@@ -57,6 +58,12 @@ func TestTokenScopes(t *testing.T) {
 		{"uuid, issue", "POST", "/v1/uuids", "", issueToken, 200, "", false},
 		{"leaf, no token", "GET", "/api/segment/get/a", "", "", 401, "unauthenticated", true},
 		{"leaf, issue", "GET", "/api/segment/get/a", "", issueToken, 200, "", false},
+		{"leaf cache, no token", "GET", "/cache", "", "", 401, "unauthenticated", true},
+		{"leaf db, unknown token", "POST", "/db/", "", "wrong-token-0123456789", 401, "unauthenticated", true},
+		{"leaf decode, no token", "GET", "/decodeSnowflakeId?snowflakeId=1", "", "", 401, "unauthenticated", true},
+		{"leaf cache, issue", "GET", "/cache", "", issueToken, 200, "", false},
+		{"leaf db, issue", "GET", "/db", "", issueToken, 200, "", false},
+		{"leaf decode, admin", "GET", "/decodeSnowflakeId?snowflakeId=1", "", adminToken, 200, "", false},
 		{"bad count before the token", "POST", "/v1/sequences/a/next?count=0", "", "", 401, "unauthenticated", true},
 		{"healthz", "GET", "/healthz", "", "", 200, "", false},
 		{"readyz", "GET", "/readyz", "", "", 200, "", false},

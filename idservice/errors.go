@@ -59,6 +59,9 @@ type apiError struct {
 	status  int
 	code    Code
 	message string
+	// exception is the Java exception class a Leaf monitor page names in
+	// its error body (writeLeafError); "": Leaf's LeafServerException.
+	exception string
 }
 
 func (e *apiError) Error() string { return string(e.code) + ": " + e.message }

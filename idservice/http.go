@@ -29,9 +29,12 @@ type route struct {
 	// leaf marks Leaf's paths, answered as Leaf's Spring Boot 1.5 server
 	// answers them (leaf.go): any method (method ""; OPTIONS answered as
 	// Spring answers it, leafOptions), the path with a trailing slash too
-	// (leafSlash), errors in Leaf's body (writeLeafError).
+	// (leafSlash), errors in Spring Boot 1.5's body (writeLeafError).
 	leaf bool
-	h    func(w http.ResponseWriter, r *http.Request) error
+	// leafPage marks Leaf's monitor pages (leafmonitor.go), whose errors
+	// carry their own status and message rather than Leaf's Result.
+	leafPage bool
+	h        func(w http.ResponseWriter, r *http.Request) error
 }
 
 // routes is the API: docs/service.md describes each.
@@ -46,6 +49,9 @@ func (s *Service) routes() []route {
 		{name: "uuid_next", method: http.MethodPost, pattern: "/v1/uuids", scope: ScopeIssue, h: s.handleUUIDs},
 		{name: "leaf_segment", pattern: "/api/segment/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSegment},
 		{name: "leaf_snowflake", pattern: "/api/snowflake/get/{key}", scope: ScopeIssue, leaf: true, h: s.handleLeafSnowflake},
+		{name: "leaf_cache", pattern: "/cache", scope: ScopeIssue, leaf: true, leafPage: true, h: s.handleLeafCache},
+		{name: "leaf_db", pattern: "/db", scope: ScopeIssue, leaf: true, leafPage: true, h: s.handleLeafDB},
+		{name: "leaf_decode", pattern: "/decodeSnowflakeId", scope: ScopeIssue, leaf: true, leafPage: true, h: s.handleLeafDecode},
 		{name: "healthz", method: http.MethodGet, pattern: "/healthz", h: s.handleHealthz},
 		{name: "readyz", method: http.MethodGet, pattern: "/readyz", h: s.handleReadyz},
 	}
@@ -108,7 +114,7 @@ func (s *Service) wrap(rt route) http.Handler {
 				s.log.Warn("idservice: request failed", "route", rt.name, "status", ae.status, "code", ae.code, "err", err)
 			}
 			if rt.leaf {
-				writeLeafError(sw, r, ae)
+				writeLeafError(sw, r, ae, rt.leafPage)
 			} else {
 				writeError(sw, ae)
 			}

@@ -86,11 +86,25 @@ func writeLeafJSON(w http.ResponseWriter, status int, v any) {
 
 // writeLeafError answers ae on a Leaf path as Leaf does: 500, Spring Boot
 // 1.5's body naming LeafServerException, whose message is Leaf's Result
-// with the exception ID ae's code maps to. 401 and 403 are answered as on
-// every route (Leaf has no authentication).
-func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError) {
+// with the exception ID ae's code maps to. On a monitor page (page) the
+// body carries ae's message and exception (LeafServerException when it
+// names none), and ae's status when it is a 4xx (else 500: Spring Boot
+// answers an exception without a status so). 401 and 403 are answered as
+// on every route (Leaf has no authentication).
+func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError, page bool) {
 	if ae.status == http.StatusUnauthorized || ae.status == http.StatusForbidden {
 		writeError(w, ae)
+		return
+	}
+	if page {
+		status, exception := ae.status, ae.exception
+		if status < 400 || status >= 500 {
+			status = http.StatusInternalServerError
+		}
+		if exception == "" {
+			exception = leafException
+		}
+		writeSpringError(w, r, status, exception, ae.message, ae.code)
 		return
 	}
 	id := leafOtherFailed

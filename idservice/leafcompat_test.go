@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/idservice"
+	"github.com/cqlseq/cqlseq/storage/faulty"
 	"github.com/cqlseq/cqlseq/timeshard"
 )
 
@@ -195,4 +196,185 @@ func TestLeafErrorBodySpringBoot15(t *testing.T) {
 	require.Equal(t, 404, r.status)
 	assert.JSONEq(t, `{"code":"unknown_sequence","message":"idservice: unknown sequence: \"nope\""}`, r.body, "the API keeps its own error body")
 	assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+}
+
+// cacheView is an entry of /cache: Leaf's SegmentBufferView, and cqlseq's
+// increment, issued and held.
+type cacheView struct {
+	Key       string `json:"key"`
+	InitOk    bool   `json:"initOk"`
+	NextReady bool   `json:"nextReady"`
+	Pos       int    `json:"pos"`
+	Value0    int64  `json:"value0"`
+	Max0      int64  `json:"max0"`
+	Step0     int64  `json:"step0"`
+	Value1    int64  `json:"value1"`
+	Max1      int64  `json:"max1"`
+	Step1     int64  `json:"step1"`
+	Increment int64  `json:"increment"`
+	Issued    uint64 `json:"issued"`
+	Held      uint64 `json:"held"`
+}
+
+// dbRow is a row of /db: Leaf's LeafAlloc.
+type dbRow struct {
+	Key         string     `json:"key"`
+	MaxID       *int64     `json:"maxId"`
+	Step        int64      `json:"step"`
+	UpdateTime  *time.Time `json:"updateTime"`
+	Description string     `json:"description"`
+	Exhausted   bool       `json:"exhausted"`
+}
+
+// leafJSON checks that r is a monitor page's 200 JSON answer and decodes
+// it into v, refusing unknown fields.
+func leafJSON(t *testing.T, r response, v any) {
+	t.Helper()
+	require.Equal(t, 200, r.status, r.body)
+	assert.Equal(t, "application/json;charset=UTF-8", r.header.Get("Content-Type"))
+	dec := json.NewDecoder(strings.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(v), r.body)
+}
+
+// TestLeafMonitorPages (issue 52 item 7): Leaf's /cache, /db and
+// /decodeSnowflakeId as JSON. /cache shows each open sequence's chunks in
+// Leaf's two buffers (current and reserved or previous) with the position;
+// /db each open sequence's stored record as Leaf's leaf_alloc row;
+// /decodeSnowflakeId splits a 63-bit ID as Leaf's map does (strings).
+// They take any method and a trailing slash, like the ID paths.
+func TestLeafMonitorPages(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	cache := func() map[string]cacheView {
+		t.Helper()
+		var m map[string]cacheView
+		leafJSON(t, s.do(t, "GET", "/cache", nil), &m)
+		return m
+	}
+	var empty map[string]cacheView
+	leafJSON(t, s.do(t, "GET", "/cache", nil), &empty)
+	assert.Empty(t, empty, "no sequence open yet")
+
+	s.create(t, `{"name":"orders","chunk_size":10}`)
+	s.create(t, `{"name":"evens","start":0,"step":2,"chunk_size":5}`)
+	for range 3 {
+		s.do(t, "GET", "/api/segment/get/orders", nil)
+	}
+	s.do(t, "GET", "/api/segment/get/evens", nil)
+	s.do(t, "GET", "/api/segment/get/evens", nil)
+	c := cache()
+	assert.Equal(t, cacheView{Key: "orders", InitOk: true, Pos: 0, Value0: 4, Max0: 11, Step0: 10, Increment: 1, Issued: 3, Held: 7}, c["orders"])
+	assert.Equal(t, cacheView{Key: "evens", InitOk: true, Pos: 0, Value0: 4, Max0: 10, Step0: 5, Increment: 2, Issued: 2, Held: 3}, c["evens"])
+	assert.Len(t, c, 2)
+
+	for range 5 { // past the prefetch point (half the chunk): the next chunk is reserved
+		s.do(t, "POST", "/api/segment/get/orders", nil)
+	}
+	require.Eventually(t, func() bool { return cache()["orders"].NextReady }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, cacheView{Key: "orders", InitOk: true, NextReady: true, Pos: 0, Value0: 9, Max0: 11, Step0: 10,
+		Value1: 11, Max1: 21, Step1: 10, Increment: 1, Issued: 8, Held: 12}, cache()["orders"])
+	for range 5 { // into the reserved chunk: buffer 1 is current, buffer 0 the used-up one
+		s.do(t, "GET", "/api/segment/get/orders", nil)
+	}
+	assert.Equal(t, cacheView{Key: "orders", InitOk: true, Pos: 1, Value0: 11, Max0: 11, Step0: 10,
+		Value1: 14, Max1: 21, Step1: 10, Increment: 1, Issued: 13, Held: 7}, cache()["orders"])
+
+	var rows []dbRow
+	leafJSON(t, s.do(t, "GET", "/db", nil), &rows)
+	require.Len(t, rows, 2, "the open sequences, by key")
+	assert.Equal(t, "evens", rows[0].Key)
+	assert.Equal(t, "orders", rows[1].Key)
+	if assert.NotNil(t, rows[1].MaxID) {
+		assert.Equal(t, int64(21), *rows[1].MaxID, "orders: values 1 to 20 allocated (two chunks)")
+	}
+	if assert.NotNil(t, rows[0].MaxID) {
+		assert.Equal(t, int64(10), *rows[0].MaxID, "evens: 0, 2, 4, 6, 8 allocated")
+	}
+	assert.Equal(t, int64(10), rows[1].Step)
+	assert.Equal(t, int64(5), rows[0].Step)
+	assert.Equal(t, "bigint sequence: start 1, step 1", rows[1].Description)
+	assert.Equal(t, "bigint sequence: start 0, step 2", rows[0].Description)
+	if assert.NotNil(t, rows[1].UpdateTime) {
+		assert.WithinDuration(t, time.Now(), *rows[1].UpdateTime, time.Minute)
+	}
+	assert.False(t, rows[1].Exhausted)
+
+	id, err := strconv.ParseInt(s.do(t, "GET", "/api/snowflake/get/k", nil).body, 10, 64)
+	require.NoError(t, err)
+	var d struct {
+		Time    time.Time `json:"time"`
+		Node    uint32    `json:"node"`
+		Counter uint64    `json:"counter"`
+	}
+	require.NoError(t, jsonUnmarshal(s.do(t, "GET", "/v1/timeshard/63/ids/"+strconv.FormatInt(id, 10), nil).body, &d))
+	var m map[string]string
+	leafJSON(t, s.do(t, "GET", "/decodeSnowflakeId?snowflakeId="+strconv.FormatInt(id, 10), nil), &m)
+	ms := d.Time.UnixMilli()
+	assert.Equal(t, map[string]string{
+		"timestamp":  strconv.FormatInt(ms, 10) + "(" + d.Time.UTC().Format("2006-01-02 15:04:05") + ")",
+		"workerId":   strconv.FormatUint(uint64(d.Node), 10),
+		"sequenceId": strconv.FormatUint(d.Counter, 10),
+	}, m)
+	for _, bad := range []string{"abc", "", "-1", "1.5", "9223372036854775808"} {
+		var e map[string]string
+		leafJSON(t, s.do(t, "GET", "/decodeSnowflakeId?snowflakeId="+url.QueryEscape(bad), nil), &e)
+		assert.Contains(t, e["errorMsg"], "snowflake Id反解析失败", "snowflakeId %q: Leaf's answer, 200 with errorMsg", bad)
+		assert.Len(t, e, 1, "snowflakeId %q", bad)
+	}
+	b := leafError(t, s.do(t, "GET", "/decodeSnowflakeId", nil), 400)
+	assert.Equal(t, "Bad Request", b["error"])
+	assert.Equal(t, "org.springframework.web.bind.MissingServletRequestParameterException", b["exception"])
+	assert.Equal(t, "Required String parameter 'snowflakeId' is not present", b["message"])
+	assert.Equal(t, "/decodeSnowflakeId", b["path"])
+
+	for _, method := range []string{"POST", "PUT", "DELETE"} {
+		for _, path := range []string{"/cache/", "/db/", "/decodeSnowflakeId/?snowflakeId=1"} {
+			r := s.do(t, method, path, nil)
+			assert.Equal(t, 200, r.status, "%s %s: %s", method, path, r.body)
+		}
+	}
+	assert.Equal(t, 404, s.do(t, "GET", "/cache/x", nil).status)
+
+	metrics := s.do(t, "GET", "/metrics", nil).body
+	for _, route := range []string{"leaf_cache", "leaf_db", "leaf_decode"} {
+		assert.Contains(t, metrics, `cqlseq_service_requests_total{code="200",route="`+route+`"}`, route)
+	}
+	assert.Contains(t, metrics, `cqlseq_service_requests_total{code="400",route="leaf_decode"} 1`)
+}
+
+// TestLeafMonitorExhaustedAndStoreDown (issue 52 item 7): an exhausted
+// sequence is shown with maxId null and its used-up chunk (value = max =
+// the value after its last); with the store failing /db answers Spring
+// Boot 1.5's 500 body (LeafServerException, the API's message and code
+// unavailable), while /cache and /decodeSnowflakeId, which read no store,
+// still answer.
+func TestLeafMonitorExhaustedAndStoreDown(t *testing.T) {
+	st := newFaulty(t)
+	o := testOptions(st)
+	o.RequestTimeout = 300 * time.Millisecond
+	s := start(t, o, nil)
+	s.create(t, `{"name":"tiny","type":"smallint","start":32766,"chunk_size":2}`)
+	assert.Equal(t, []int64{32766, 32767}, s.ids(t, "/v1/sequences/tiny/next?count=2"))
+	var rows []dbRow
+	leafJSON(t, s.do(t, "GET", "/db", nil), &rows)
+	require.Len(t, rows, 1)
+	assert.Nil(t, rows[0].MaxID, "exhausted: no value left to allocate")
+	assert.True(t, rows[0].Exhausted)
+	assert.Equal(t, "smallint sequence: start 32766, step 1", rows[0].Description)
+	var c map[string]cacheView
+	leafJSON(t, s.do(t, "GET", "/cache", nil), &c)
+	assert.Equal(t, cacheView{Key: "tiny", InitOk: true, Value0: 32768, Max0: 32768, Step0: 2, Increment: 1, Issued: 2}, c["tiny"])
+
+	require.NoError(t, st.SetRules(faulty.Rule{Action: faulty.Fail}))
+	defer st.Clear()
+	b := leafError(t, s.do(t, "GET", "/db", nil), 500)
+	assert.Equal(t, "com.sankuai.inf.leaf.server.exception.LeafServerException", b["exception"])
+	assert.Equal(t, "unavailable", b["code"])
+	assert.Contains(t, b["message"], `"tiny"`, "the API's message, not Leaf's Result")
+	leafJSON(t, s.do(t, "GET", "/cache", nil), &c)
+	var m map[string]string
+	leafJSON(t, s.do(t, "GET", "/decodeSnowflakeId?snowflakeId=0", nil), &m)
+	assert.Equal(t, "0", m["workerId"])
+	b = leafError(t, s.do(t, "GET", "/api/segment/get/other", nil), 500)
+	assert.Equal(t, "Result{id=-3, status=EXCEPTION}", b["message"], "no segment: the store is down")
 }

@@ -1,7 +1,7 @@
 // Package idservice is the ID service that `cqlseq serve` runs: one HTTP/JSON
 // API over galloc's named sequences, timeshard's time-sharded IDs (a 63-bit
 // and a 53-bit layout) and ksuuid's UUIDv7s, with Meituan Leaf's two paths
-// beside it. docs/service.md describes the API; this package holds its one
+// and monitor pages beside it. docs/service.md describes the API; this package holds its one
 // definition: the routes (Handler), the service logic (Service) and the
 // server's life (Serve).
 //
