@@ -2,6 +2,8 @@ package idservice_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -378,3 +380,188 @@ func TestLeafMonitorExhaustedAndStoreDown(t *testing.T) {
 	b = leafError(t, s.do(t, "GET", "/api/segment/get/other", nil), 500)
 	assert.Equal(t, "Result{id=-3, status=EXCEPTION}", b["message"], "no segment: the store is down")
 }
+
+// TestLeafCompatibility is the Leaf compatibility suite: a Leaf client's
+// requests, sent with a plain net/http client to a running service, each
+// checked for its status, content type and body's shape: a decimal ID as
+// plain text on the get paths (any method, with or without a trailing
+// slash, odd snowflake keys); Spring Boot 1.5's error body on a failure
+// (fields in order, timestamp a number, Leaf's exception and Result);
+// the monitor pages' JSON fields; then the route metrics of each.
+func TestLeafCompatibility(t *testing.T) {
+	s := start(t, testOptions(nil), nil)
+	s.create(t, `{"name":"orders","chunk_size":100}`)
+	s.create(t, `{"name":"tiny","type":"smallint","start":32767,"chunk_size":1}`)
+	require.Equal(t, []int64{32767}, s.ids(t, "/v1/sequences/tiny/next"))
+	l := timeshard.DefaultLayout()
+	const sampleID = 123456789012345678 // an ID of the 63-bit layout
+
+	const (
+		segmentID   = "segment ID"   // 200, the sequence's next value as plain text
+		snowflakeID = "snowflake ID" // 200, a 63-bit ID of now as plain text
+		headID      = "HEAD ID"      // 200, plain text, no body
+		leafErr     = "Leaf error"   // Spring Boot 1.5's error body
+		options     = "OPTIONS"      // 200, Spring's Allow, no body
+		cachePage   = "/cache"       // a map of SegmentBufferView
+		dbPage      = "/db"          // a list of LeafAlloc
+		decoded     = "decoded"      // Leaf's decode map
+		decodeErr   = "decode error" // 200, {"errorMsg": ...}
+		apiErr      = "API error"    // not a Leaf path: the API's {"code","message"}
+	)
+	zh := url.PathEscape("订单号")
+	long := strings.Repeat("k", 300)
+	for _, c := range []struct {
+		method, path, body string
+		want               string
+		status             int
+		exception, message string // leafErr
+		code               string // leafErr, apiErr
+	}{
+		{"GET", "/api/segment/get/orders", "", segmentID, 200, "", "", ""},
+		{"GET", "/api/segment/get/orders/", "", segmentID, 200, "", "", ""},
+		{"POST", "/api/segment/get/orders", "", segmentID, 200, "", "", ""},
+		{"POST", "/api/segment/get/orders/", "biz_tag=orders", segmentID, 200, "", "", ""},
+		{"PUT", "/api/segment/get/orders", "", segmentID, 200, "", "", ""},
+		{"DELETE", "/api/segment/get/orders/", "", segmentID, 200, "", "", ""},
+		{"PATCH", "/api/segment/get/orders", "", segmentID, 200, "", "", ""},
+		{"HEAD", "/api/segment/get/orders", "", headID, 200, "", "", ""},
+		{"GET", "/api/snowflake/get/orders", "", snowflakeID, 200, "", "", ""},
+		{"GET", "/api/snowflake/get/orders/", "", snowflakeID, 200, "", "", ""},
+		{"POST", "/api/snowflake/get/order:id", "", snowflakeID, 200, "", "", ""},
+		{"GET", "/api/snowflake/get/" + zh, "", snowflakeID, 200, "", "", ""},
+		{"PUT", "/api/snowflake/get/" + zh + "/", "", snowflakeID, 200, "", "", ""},
+		{"GET", "/api/snowflake/get/a%20b%2Fc", "", snowflakeID, 200, "", "", ""},
+		{"DELETE", "/api/snowflake/get/" + long, "", snowflakeID, 200, "", "", ""},
+		{"OPTIONS", "/api/segment/get/orders", "", options, 200, "", "", ""},
+		{"OPTIONS", "/api/snowflake/get/k/", "", options, 200, "", "", ""},
+		{"GET", "/api/segment/get/unknown", "", leafErr, 500, leafException, "Result{id=-2, status=EXCEPTION}", "unknown_sequence"},
+		{"POST", "/api/segment/get/unknown/", "", leafErr, 500, leafException, "Result{id=-2, status=EXCEPTION}", "unknown_sequence"},
+		{"GET", "/api/segment/get/order:id", "", leafErr, 500, leafException, "Result{id=-2, status=EXCEPTION}", "invalid_name"},
+		{"GET", "/api/segment/get/" + zh, "", leafErr, 500, leafException, "Result{id=-2, status=EXCEPTION}", "invalid_name"},
+		{"GET", "/api/segment/get/tiny", "", leafErr, 500, leafException, "Result{id=-3, status=EXCEPTION}", "sequence_exhausted"},
+		{"GET", "/cache", "", cachePage, 200, "", "", ""},
+		{"POST", "/cache/", "", cachePage, 200, "", "", ""},
+		{"GET", "/db", "", dbPage, 200, "", "", ""},
+		{"PUT", "/db/", "", dbPage, 200, "", "", ""},
+		{"GET", "/decodeSnowflakeId?snowflakeId=" + strconv.Itoa(sampleID), "", decoded, 200, "", "", ""},
+		{"POST", "/decodeSnowflakeId/?snowflakeId=" + strconv.Itoa(sampleID), "", decoded, 200, "", "", ""},
+		{"GET", "/decodeSnowflakeId?snowflakeId=abc", "", decodeErr, 200, "", "", ""},
+		{"GET", "/decodeSnowflakeId?snowflakeId=-5", "", decodeErr, 200, "", "", ""},
+		{"GET", "/decodeSnowflakeId", "", leafErr, 400, "org.springframework.web.bind.MissingServletRequestParameterException",
+			"Required String parameter 'snowflakeId' is not present", "bad_request"},
+		{"GET", "/api/segment/get/orders/x", "", apiErr, 404, "", "", "not_found"},
+		{"GET", "/api/segment/get/", "", apiErr, 404, "", "", "not_found"},
+		{"GET", "/cache/x", "", apiErr, 404, "", "", "not_found"},
+	} {
+		name := c.method + " " + c.path
+		if len(name) > 80 {
+			name = name[:80] + "..."
+		}
+		var body *strings.Reader
+		if c.body != "" {
+			body = strings.NewReader(c.body)
+		}
+		req, err := http.NewRequest(c.method, s.url+c.path, nil)
+		if body != nil {
+			req, err = http.NewRequest(c.method, s.url+c.path, body)
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		require.NoError(t, err, name)
+		res, err := s.client.Do(req)
+		require.NoError(t, err, name)
+		raw, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.NoError(t, err, name)
+		r := response{status: res.StatusCode, header: res.Header, body: string(raw)}
+		if !assert.Equal(t, c.status, r.status, "%s: %s", name, r.body) {
+			continue
+		}
+		ctype := r.header.Get("Content-Type")
+		switch c.want {
+		case segmentID, snowflakeID, headID:
+			assert.Equal(t, "text/plain;charset=UTF-8", ctype, name)
+			if c.want == headID {
+				assert.Empty(t, r.body, name)
+				break
+			}
+			assert.Regexp(t, `^[1-9][0-9]*$`, r.body, "%s: a decimal ID alone", name)
+			id, err := strconv.ParseInt(r.body, 10, 64)
+			if assert.NoError(t, err, name) && c.want == snowflakeID {
+				assert.WithinDuration(t, time.Now(), l.Time(id), 5*time.Second, name)
+			}
+		case options:
+			assert.Equal(t, "GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS", r.header.Get("Allow"), name)
+			assert.Empty(t, r.body, name)
+		case leafErr:
+			b := leafError(t, r, c.status)
+			assert.Equal(t, http.StatusText(c.status), b["error"], name)
+			assert.Equal(t, c.exception, b["exception"], name)
+			assert.Equal(t, c.message, b["message"], name)
+			assert.Equal(t, strings.SplitN(c.path, "?", 2)[0], b["path"], name)
+			assert.Equal(t, c.code, b["code"], name)
+		case cachePage:
+			var m map[string]cacheView
+			leafJSON(t, r, &m)
+			if assert.Contains(t, m, "orders", name) {
+				v := m["orders"]
+				assert.True(t, v.InitOk, name)
+				assert.Equal(t, int64(100), []int64{v.Step0, v.Step1}[v.Pos], "%s: the current buffer's chunk", name)
+				assert.Equal(t, uint64(8), v.Issued, "%s: the eight IDs of the segment rows (HEAD included)", name)
+			}
+			assert.Contains(t, m, "tiny", name)
+		case dbPage:
+			var rows []dbRow
+			leafJSON(t, r, &rows)
+			if assert.Len(t, rows, 2, name) {
+				assert.Equal(t, []string{"orders", "tiny"}, []string{rows[0].Key, rows[1].Key}, name)
+				if assert.NotNil(t, rows[0].MaxID, name) {
+					assert.Equal(t, int64(101), *rows[0].MaxID, "%s: one chunk of 100 allocated", name)
+				}
+				assert.Equal(t, int64(100), rows[0].Step, name)
+				assert.NotNil(t, rows[0].UpdateTime, name)
+				assert.Nil(t, rows[1].MaxID, "%s: tiny is exhausted", name)
+			}
+		case decoded:
+			var m map[string]string
+			leafJSON(t, r, &m)
+			ts := l.Time(sampleID).UTC()
+			assert.Equal(t, map[string]string{
+				"timestamp":  strconv.FormatInt(ts.UnixMilli(), 10) + "(" + ts.Format("2006-01-02 15:04:05") + ")",
+				"workerId":   strconv.FormatUint(uint64(l.Node(sampleID)), 10),
+				"sequenceId": strconv.FormatUint(l.Counter(sampleID), 10),
+			}, m, name)
+			assert.Regexp(t, `^[0-9]+\([0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\)$`, m["timestamp"], name)
+		case decodeErr:
+			var m map[string]string
+			leafJSON(t, r, &m)
+			assert.True(t, strings.HasPrefix(m["errorMsg"], "snowflake Id反解析失败"), "%s: %s", name, r.body)
+		case apiErr:
+			assert.Equal(t, "application/json", ctype, name)
+			assert.Equal(t, c.code, r.err(t).Code, name)
+		default:
+			t.Fatalf("%s: unknown want %q", name, c.want)
+		}
+	}
+
+	var counts []string // the request counters of the Leaf routes
+	for line := range strings.Lines(s.do(t, "GET", "/metrics", nil).body) {
+		if strings.HasPrefix(line, "cqlseq_service_requests_total{") && strings.Contains(line, `route="leaf_`) {
+			counts = append(counts, strings.TrimSpace(line))
+		}
+	}
+	for _, series := range []string{
+		`{code="200",route="leaf_segment"} 9`, // 8 IDs and OPTIONS
+		`{code="500",route="leaf_segment"} 5`,
+		`{code="200",route="leaf_snowflake"} 8`,
+		`{code="200",route="leaf_cache"} 2`,
+		`{code="200",route="leaf_db"} 2`,
+		`{code="200",route="leaf_decode"} 4`,
+		`{code="400",route="leaf_decode"} 1`,
+	} {
+		assert.Contains(t, counts, "cqlseq_service_requests_total"+series)
+	}
+	assert.Len(t, counts, 7, "no other Leaf route or code: %q", counts)
+}
+
+// leafException is the exception the Leaf paths' error body names.
+const leafException = "com.sankuai.inf.leaf.server.exception.LeafServerException"
