@@ -290,4 +290,3 @@ func (r *lagRun) promtoolTest(rules string, exp []lagExpect) string {
 	}
 	return b.String()
 }
-
