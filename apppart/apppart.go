@@ -151,6 +151,13 @@ func (p *Partition) do(ctx context.Context, cmd Command) (Result, error) {
 	if err := p.check(cmd); err != nil {
 		return Result{}, err
 	}
+	// A command begun after the lease deadline is refused before it waits
+	// for anything (its context, a numbers read): ErrNotLeader is its
+	// answer, whatever happens to the context meanwhile. queueLocked
+	// checks again, under p.mu, for the commands that pass here.
+	if p.leaseExpired() {
+		return Result{}, ErrNotLeader
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}

@@ -51,9 +51,11 @@ type OpenOptions struct {
 	Sequencer isequencer.Params
 
 	// LeaseDeadline, in fenced mode, returns the local (monotonic) deadline
-	// of the lease under which this process owns the partition; once it has
-	// passed, Do returns ErrNotLeader. It saves futile writes: safety does
-	// not depend on it. nil: no lease check.
+	// of the lease under which this process owns the partition; a command
+	// that Do begins once it has passed gets ErrNotLeader, before any read
+	// and whatever its context does. It saves futile writes: safety does
+	// not depend on it. Do calls it from the callers' goroutines, so it
+	// must be safe for concurrent use. nil: no lease check.
 	LeaseDeadline func() time.Time
 	// MaxGroupEvents caps the events of one group write of the command
 	// flow: a group holds the events queued when the committer takes it,

@@ -329,6 +329,13 @@ func FencedLeaseExpired(t *testing.T, st storage.Storage, part isequencer.Partit
 	mu.Unlock()
 	_, err = a.do(t, WS(part, 1))
 	require.ErrorIs(t, err, apppart.ErrNotLeader)
+	// A command of a workspace not yet read, whose context ends while it
+	// would wait for the read, is refused for the lease too: the answer
+	// is known before the command waits for anything.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = a.p.Do(ctx, Cmd(WS(part, 99)))
+	require.ErrorIs(t, err, apppart.ErrNotLeader, "a command begun after the deadline, with its context already ended")
 	require.NoError(t, a.p.Close())
 	require.Equal(t, 1, VerifyPLog(t, st, part, a.acked))
 }
