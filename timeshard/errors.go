@@ -32,6 +32,11 @@ var (
 	// passed); the generator makes no more IDs.
 	ErrLeaseLost = errors.New("timeshard: node lease lost")
 
+	// ErrLayoutChange: the generator name's IDs were made in another
+	// layout, and the new one's could repeat them or sort before them
+	// (CheckLayoutChange).
+	ErrLayoutChange = errors.New("timeshard: layout change refused")
+
 	// ErrClosed: the generator was closed.
 	ErrClosed = errors.New("timeshard: generator closed")
 )

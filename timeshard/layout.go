@@ -70,6 +70,25 @@ func JS53Layout() Layout {
 	return Layout{Epoch: defaultEpoch, TimeBits: 41, NodeBits: 5, CounterBits: 7, Bits: JSBits}
 }
 
+// leafEpoch is Meituan Leaf's twepoch: 1288834974657 ms since the Unix
+// epoch (Twitter's Snowflake epoch), 2010-11-04T01:42:54.657Z.
+var leafEpoch = time.UnixMilli(1288834974657).UTC()
+
+// LeafLayout returns Meituan Leaf's snowflake layout (SnowflakeIDGenImpl):
+// epoch Leaf's twepoch 1288834974657 ms (2010-11-04T01:42:54.657Z), 41
+// time, 10 node (Leaf's workerId) and 12 counter (Leaf's sequence) bits,
+// so an ID is ((ms - twepoch) << 22) | (node << 12) | counter, Leaf's
+// formula, and Leaf's decoder reads it. Its time field runs out in
+// September 2080 (RunsOut). Leaf also starts each millisecond's sequence
+// at a random 0..99: Options.RandomStart = LeafRandomStart does that.
+func LeafLayout() Layout {
+	return Layout{Epoch: leafEpoch, TimeBits: 41, NodeBits: 10, CounterBits: 12}
+}
+
+// LeafRandomStart is Leaf's bound of a millisecond's first counter value
+// (SnowflakeIDGenImpl: RANDOM.nextInt(100)), for Options.RandomStart.
+const LeafRandomStart = 100
+
 // IDBits returns the IDs' width: Bits, or 63 when Bits is 0.
 func (l Layout) IDBits() uint {
 	if l.Bits == 0 {

@@ -25,7 +25,8 @@ const rowHighWater elections.Row = 2
 // NodePKey returns the partition key of node's rows of generator name:
 //
 //	pKey  = u32 PKeyPrefixTimeshard ‖ u32 node ‖ name (UTF-8)
-//	cCols = u32 row: 0 lease, 1 epoch (elections' rows), 2 high water
+//	cCols = u32 row: 0 lease, 1 epoch (elections' rows), 2 high water;
+//	        3 the layout, under node LayoutNode only (layoutrow.go)
 func NodePKey(name string, node uint32) []byte {
 	b := make([]byte, 0, 8+len(name))
 	b = binary.BigEndian.AppendUint32(b, PKeyPrefixTimeshard)

@@ -22,6 +22,11 @@
 //     machines must differ by less than that.
 //   - IDs are non-negative int64s (the sign bit is never set) and sort by
 //     time to the millisecond; within a millisecond, by node, then counter.
+//   - A layout change does not make IDs repeat or go back: the name's
+//     layout is recorded in the store, and Open refuses another one
+//     (ErrLayoutChange) unless its IDs from now on exceed every ID the
+//     recorded one can make until LayoutChangeMargin from now
+//     (CheckLayoutChange).
 package timeshard
 
 import (
@@ -71,6 +76,20 @@ type Options struct {
 	Process string
 	// ReleaseTimeout bounds Close's storage calls. Default 5 s.
 	ReleaseTimeout time.Duration
+	// RandomStart, when above 1, starts each millisecond's counter at a
+	// uniformly random value in [0, RandomStart) instead of 0, so that IDs
+	// made at low rates do not all end in the same bits (Leaf's
+	// SnowflakeIDGenImpl: LeafRandomStart, so id % 100 spreads over all
+	// 100 buckets). The counter still only increases within a
+	// millisecond: a start of r leaves PerMillisecond()-r values, after
+	// which the next ID waits for the next millisecond as usual. At most
+	// Layout.PerMillisecond(). Default 0: every millisecond starts at 0.
+	RandomStart uint64
+	// Rand draws the random starts (RandomStart); it is called with the
+	// generator's lock held, so a Source of its own per generator needs no
+	// lock (one shared by generators must be safe for concurrent use).
+	// Default nil: math/rand/v2's global source. Tests give a seeded one.
+	Rand rand.Source
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -122,6 +141,9 @@ func (o *Options) Validate() error {
 	if o.ReleaseTimeout <= 0 {
 		bad("ReleaseTimeout %v is not positive", o.ReleaseTimeout)
 	}
+	if o.Layout.CounterBits <= MaxCounterBits && o.RandomStart > o.Layout.PerMillisecond() {
+		bad("RandomStart %d: want at most %d (the layout's IDs per millisecond)", o.RandomStart, o.Layout.PerMillisecond())
+	}
 	return errors.Join(errs...)
 }
 
@@ -146,6 +168,7 @@ type Generator struct {
 	stopAF  func() bool // stops the AfterFunc that sets lost
 	epochMs int64
 	perMs   uint64
+	rnd     *rand.Rand // nil: the global source (Options.Rand)
 
 	mu struct {
 		sync.Mutex
@@ -177,6 +200,12 @@ func Open(ctx context.Context, st storage.Storage, name string, o Options) (*Gen
 		return nil, err
 	}
 	g := &Generator{o: o, l: o.Layout, ls: ls, epochMs: o.Layout.Epoch.UnixMilli(), perMs: o.Layout.PerMillisecond()}
+	if o.Rand != nil {
+		g.rnd = rand.New(o.Rand)
+	}
+	if err := checkLayoutRecord(ctx, st, name, o.Layout, o.Clock.Now()); err != nil {
+		return nil, err
+	}
 	el, err := elections.New(ls.leases, elections.Options{Clock: o.Clock, Skew: o.Skew, ReleaseTimeout: o.ReleaseTimeout})
 	if err != nil {
 		return nil, err
@@ -312,7 +341,7 @@ func (g *Generator) step() (time.Duration, error) {
 	}
 	switch {
 	case ms > g.mu.lastMs:
-		g.mu.lastMs, g.mu.counter = ms, 0
+		g.mu.lastMs, g.mu.counter = ms, g.firstCounter()
 		return 0, nil
 	case ms == g.mu.lastMs && g.mu.counter+1 < g.perMs:
 		g.mu.counter++
@@ -327,6 +356,19 @@ func (g *Generator) step() (time.Duration, error) {
 		}
 		g.mu.stats.BackwardsWaits++
 		return time.UnixMilli(g.epochMs + g.mu.lastMs).Sub(now), nil
+	}
+}
+
+// firstCounter returns a new millisecond's first counter value: 0, or a
+// random one below Options.RandomStart. Called with g.mu held.
+func (g *Generator) firstCounter() uint64 {
+	switch {
+	case g.o.RandomStart <= 1:
+		return 0
+	case g.rnd != nil:
+		return g.rnd.Uint64N(g.o.RandomStart)
+	default:
+		return rand.Uint64N(g.o.RandomStart)
 	}
 }
 
