@@ -34,7 +34,10 @@ type route struct {
 	// leafPage marks Leaf's monitor pages (leafmonitor.go), whose errors
 	// carry their own status and message rather than Leaf's Result.
 	leafPage bool
-	h        func(w http.ResponseWriter, r *http.Request) error
+	// open serves the route without a token whatever Options.Tokens: the
+	// routes of LeafHandler.
+	open bool
+	h    func(w http.ResponseWriter, r *http.Request) error
 }
 
 // routes is the API: docs/service.md describes each.
@@ -76,6 +79,35 @@ func (s *Service) Handler() http.Handler {
 	}}))
 	mux.Handle("/", s.wrap(route{name: "not_found", h: func(w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
+	}}))
+	return mux
+}
+
+// LeafHandler returns the HTTP handler of Leaf's paths (/api/segment/get/,
+// /api/snowflake/get/) and monitor pages (/cache, /db,
+// /decodeSnowflakeId), /healthz and /readyz, and nothing else (any other
+// path is 404 not_found), all served without a token whatever
+// Options.Tokens: for Leaf's clients, which send none, on a listener of
+// their own (ServeLeaf; `cqlseq serve --leaf-listen`). Nothing on it can
+// create a sequence or change a definition: a Leaf path takes IDs of
+// existing sequences and of the snowflake layout, and the monitor pages
+// read (/db lists every sequence's name and state). The requests are
+// counted under the same route labels as on Handler.
+func (s *Service) LeafHandler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range s.routes() {
+		if !rt.leaf && rt.name != "healthz" && rt.name != "readyz" {
+			continue
+		}
+		rt.open = true
+		h := s.wrap(rt)
+		mux.Handle(rt.pattern, h)
+		if rt.leaf {
+			mux.Handle(leafSlash(rt.pattern), h)
+		}
+	}
+	mux.Handle("/", s.wrap(route{name: "not_found", open: true, h: func(w http.ResponseWriter, r *http.Request) error {
+		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s on the Leaf listener (Leaf's paths and monitor pages only)", r.Method, r.URL.Path)
 	}}))
 	return mux
 }
@@ -128,7 +160,11 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, rt route) error 
 		w.Header().Set("Allow", rt.method)
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, rt.method)
 	}
-	if ae := s.o.Tokens.authorize(r, rt.scope); ae != nil {
+	tokens := s.o.Tokens
+	if rt.open {
+		tokens = nil
+	}
+	if ae := tokens.authorize(r, rt.scope); ae != nil {
 		if ae.status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="cqlseq"`)
 		}

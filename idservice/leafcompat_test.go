@@ -1,8 +1,10 @@
 package idservice_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/idservice"
 	"github.com/cqlseq/cqlseq/storage/faulty"
+	"github.com/cqlseq/cqlseq/storage/mem"
 	"github.com/cqlseq/cqlseq/timeshard"
 )
 
@@ -565,3 +568,179 @@ func TestLeafCompatibility(t *testing.T) {
 
 // leafException is the exception the Leaf paths' error body names.
 const leafException = "com.sankuai.inf.leaf.server.exception.LeafServerException"
+
+// leafTwepoch is Leaf's SnowflakeIDGenImpl twepoch, in milliseconds since
+// the Unix epoch.
+const leafTwepoch = 1288834974657
+
+// leafID is an ID as Leaf's SnowflakeIDGenImpl makes it at ms (since the
+// Unix epoch): ((ms - twepoch) << 22) | (workerId << 12) | sequence.
+func leafID(ms, worker, seq int64) int64 { return (ms-leafTwepoch)<<22 | worker<<12 | seq }
+
+// leafDecode is Leaf's decoder (LeafMonitorController.decodeSnowflakeId):
+// the ID's time in milliseconds since the Unix epoch, worker and sequence.
+func leafDecode(id int64) (ms, worker, seq int64) {
+	return id>>22 + leafTwepoch, id >> 12 & 0x3ff, id & 0xfff
+}
+
+// leafOptions are testOptions serving layout 63 with Leaf's preset.
+func leafOptions() idservice.Options {
+	o := testOptions(nil)
+	o.Layouts = map[string]idservice.LayoutOptions{"63": idservice.LeafPreset()}
+	return o
+}
+
+// snowflake takes an ID on Leaf's snowflake path.
+func (s *server) snowflake(t *testing.T) int64 {
+	t.Helper()
+	r := s.do(t, "GET", "/api/snowflake/get/any", nil)
+	require.Equal(t, 200, r.status, r.body)
+	id, err := strconv.ParseInt(r.body, 10, 64)
+	require.NoError(t, err, r.body)
+	return id
+}
+
+// TestLeafPresetSortsAfterLeaf (issue 52 item 1): under Leaf's preset, an
+// ID the service makes now is above every ID Leaf made a second earlier
+// (any worker 0..1023, sequence 0, from Leaf's formula), so IDs keep
+// sorting after the switch; and Leaf's decoder dates it now.
+func TestLeafPresetSortsAfterLeaf(t *testing.T) {
+	s := start(t, leafOptions(), nil)
+	before := time.Now().UnixMilli()
+	id := s.snowflake(t)
+	after := time.Now().UnixMilli()
+	for worker := range int64(1024) {
+		require.Greater(t, id, leafID(before-1000, worker, 0), "worker %d", worker)
+	}
+	ms, worker, seq := leafDecode(id)
+	assert.GreaterOrEqual(t, ms, before-1, "Leaf's decoder dates it now")
+	assert.LessOrEqual(t, ms, after+1, "Leaf's decoder dates it now")
+	node, ok := s.svc.Node("63")
+	require.True(t, ok)
+	assert.Equal(t, int64(node), worker)
+	assert.Less(t, seq, int64(4096))
+
+	var d map[string]string
+	leafJSON(t, s.do(t, "GET", "/decodeSnowflakeId?snowflakeId="+strconv.FormatInt(id, 10), nil), &d)
+	assert.True(t, strings.HasPrefix(d["timestamp"], strconv.FormatInt(ms, 10)+"("), "/decodeSnowflakeId agrees with Leaf's formula: %v", d)
+	assert.Equal(t, strconv.FormatInt(seq, 10), d["sequenceId"])
+	var lv struct {
+		Layouts []struct {
+			Name  string    `json:"name"`
+			Epoch time.Time `json:"epoch"`
+		} `json:"layouts"`
+	}
+	require.NoError(t, jsonUnmarshal(s.do(t, "GET", "/v1/timeshard", nil).body, &lv))
+	assert.Equal(t, "63", lv.Layouts[0].Name)
+	assert.Equal(t, int64(leafTwepoch), lv.Layouts[0].Epoch.UnixMilli(), "/v1/timeshard shows Leaf's epoch")
+}
+
+// lastDigitBuckets takes n IDs on Leaf's snowflake path, one per
+// millisecond or slower, and returns how many of the 100 values id % 100
+// takes.
+func lastDigitBuckets(t *testing.T, s *server, n int) int {
+	t.Helper()
+	seen := map[int64]bool{}
+	prev := int64(0)
+	for range n {
+		id := s.snowflake(t)
+		require.Greater(t, id, prev, "IDs increase")
+		prev = id
+		seen[id%100] = true
+		time.Sleep(time.Millisecond)
+	}
+	return len(seen)
+}
+
+// TestLeafPresetSpreadsLastDigits (issue 52 item 2): at one ID per
+// millisecond or slower, the default layout's IDs all have counter 0, so
+// id % 100 reaches at most 25 of 100 buckets; Leaf's preset starts each
+// millisecond's counter at a random 0..99, as Leaf does (Leaf issue #169),
+// and id % 100 reaches nearly all of them.
+func TestLeafPresetSpreadsLastDigits(t *testing.T) {
+	assert.LessOrEqual(t, lastDigitBuckets(t, start(t, testOptions(nil), nil), 1000), 25, "the default: the old behaviour")
+	assert.GreaterOrEqual(t, lastDigitBuckets(t, start(t, leafOptions(), nil), 1000), 90, "Leaf's preset")
+}
+
+// serveLeaf serves s's LeafHandler on a listener of its own until the
+// test ends, and returns its base URL.
+func serveLeaf(t *testing.T, s *server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.svc.ServeLeaf(ctx, ln, nil) }()
+	t.Cleanup(func() { cancel(); assert.NoError(t, <-done) })
+	return "http://" + ln.Addr().String()
+}
+
+// TestLeafListenerWithoutToken (issue 52 item 3): with a token file, the
+// Leaf listener (ServeLeaf; --leaf-listen) answers Leaf's paths and monitor
+// pages without a token, and nothing else: creating a sequence or the
+// API's own routes are not there; the main API still answers 401 without a
+// token, Leaf's paths on it included.
+func TestLeafListenerWithoutToken(t *testing.T) {
+	o := testOptions(nil)
+	o.Tokens = tokens(t)
+	s := start(t, o, nil)
+	s.token = adminToken
+	s.create(t, `{"name":"orders","chunk_size":10}`)
+	leaf := &server{url: serveLeaf(t, s), client: s.client}
+
+	for _, c := range []struct {
+		method, path string
+		wstatus      int
+	}{
+		{"GET", "/api/segment/get/orders", 200},
+		{"POST", "/api/segment/get/orders/", 200},
+		{"GET", "/api/snowflake/get/order:id", 200},
+		{"GET", "/cache", 200},
+		{"GET", "/db", 200},
+		{"GET", "/decodeSnowflakeId?snowflakeId=1", 200},
+		{"GET", "/healthz", 200},
+		{"GET", "/readyz", 200},
+		{"GET", "/api/segment/get/nope", 500}, // Leaf's unknown key, not 401
+		{"POST", "/v1/sequences", 404},        // creating stays behind the token, on the main API only
+		{"POST", "/v1/sequences/orders/next", 404},
+		{"POST", "/v1/timeshard/63/next", 404},
+		{"GET", "/metrics", 404},
+		{"POST", "/cqlseq.idservice.v1.IDService/NextTimeshard", 404},
+	} {
+		r, err := leaf.try(c.method, c.path, []byte(`{"name":"evil"}`), "")
+		require.NoError(t, err)
+		assert.Equal(t, c.wstatus, r.status, "Leaf listener %s %s: %s", c.method, c.path, r.body)
+	}
+	r, err := leaf.try("GET", "/api/segment/get/evil", nil, "")
+	require.NoError(t, err)
+	assert.Equal(t, "unknown_sequence", leafError(t, r, 500)["code"], "no sequence was created through the Leaf listener")
+
+	for _, path := range []string{"/api/snowflake/get/x", "/api/segment/get/orders", "/cache", "/v1/sequences/orders/next", "/v1/sequences"} {
+		r, err := s.try("POST", path, nil, "")
+		require.NoError(t, err)
+		assert.Equal(t, 401, r.status, "main API %s without a token: %s", path, r.body)
+	}
+	assert.Equal(t, []int64{3}, s.ids(t, "/v1/sequences/orders/next"), "the two Leaf-listener IDs were taken, the token still works")
+}
+
+// TestLayoutChangeRefusedAtStart (issue 52 item 1): the store records each
+// layout's epoch and split; an instance started with a layout whose IDs
+// would sort before those already made (back from Leaf's epoch to
+// cqlseq's) is refused, naming the layout.
+func TestLayoutChangeRefusedAtStart(t *testing.T) {
+	st := mem.New(mem.Options{})
+	o := testOptions(st)
+	s := start(t, o, nil)
+	old := s.snowflake(t)
+	require.NoError(t, s.shutdown(t))
+
+	o.Layouts = map[string]idservice.LayoutOptions{"63": idservice.LeafPreset()}
+	s = start(t, o, nil)
+	assert.Greater(t, s.snowflake(t), old, "to Leaf's epoch: IDs grow")
+	require.NoError(t, s.shutdown(t))
+
+	o.Layouts = nil
+	_, err := idservice.New(context.Background(), o)
+	require.ErrorIs(t, err, timeshard.ErrLayoutChange)
+	assert.ErrorContains(t, err, "layout 63")
+}

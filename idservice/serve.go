@@ -23,6 +23,19 @@ import (
 // http/1.1; tlsConf itself is not modified); without TLS, HTTP/2 is h2c
 // with prior knowledge, beside HTTP/1.1.
 func (s *Service) Serve(ctx context.Context, ln net.Listener, tlsConf *tls.Config) error {
+	return s.serve1(ctx, ln, tlsConf, s.Handler(), "api", s.o.Tokens != nil)
+}
+
+// ServeLeaf serves LeafHandler (Leaf's paths and monitor pages, /healthz
+// and /readyz, without tokens) on ln, as Serve serves the API: until ctx
+// is done, then gracefully. An instance may run Serve and ServeLeaf at
+// once, on two listeners; Close it after both have returned.
+func (s *Service) ServeLeaf(ctx context.Context, ln net.Listener, tlsConf *tls.Config) error {
+	return s.serve1(ctx, ln, tlsConf, s.LeafHandler(), "leaf", false)
+}
+
+// serve1 serves h on ln (Serve's contract); what and auth are logged.
+func (s *Service) serve1(ctx context.Context, ln net.Listener, tlsConf *tls.Config, h http.Handler, what string, auth bool) error {
 	var protos http.Protocols
 	protos.SetHTTP1(true)
 	if tlsConf != nil {
@@ -36,7 +49,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, tlsConf *tls.Confi
 		protos.SetUnencryptedHTTP2(true)
 	}
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           h,
 		Protocols:         &protos,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
@@ -49,14 +62,14 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener, tlsConf *tls.Confi
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	s.log.Info("idservice: serving", "addr", ln.Addr().String(), "scheme", scheme, "auth", s.o.Tokens != nil)
+	s.log.Info("idservice: serving", "what", what, "addr", ln.Addr().String(), "scheme", scheme, "auth", auth)
 	select {
 	case err := <-errc:
-		return fmt.Errorf("idservice: serving: %w", err)
+		return fmt.Errorf("idservice: serving %s: %w", what, err)
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
-	s.log.Info("idservice: shutting down", "timeout", s.o.ShutdownTimeout)
+	s.log.Info("idservice: shutting down", "what", what, "timeout", s.o.ShutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), s.o.ShutdownTimeout)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -70,10 +70,11 @@ type Service struct {
 
 // layoutSlot is a layout's generator: replaced when its lease is lost.
 type layoutSlot struct {
-	name    string
-	layout  timeshard.Layout
-	genName string
-	cur     atomic.Pointer[generator] // nil: none held
+	name        string
+	layout      timeshard.Layout
+	randomStart uint64
+	genName     string
+	cur         atomic.Pointer[generator] // nil: none held
 }
 
 // generator is one leased node of a layout.
@@ -94,8 +95,8 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.mu.seqs = map[string]*galloc.Sequence{}
 	s.mu.unknown = map[string]time.Time{}
-	for name, l := range Layouts() {
-		s.layouts[name] = &layoutSlot{name: name, layout: l, genName: o.Name + "/" + name}
+	for name, lo := range o.Layouts {
+		s.layouts[name] = &layoutSlot{name: name, layout: lo.Layout, randomStart: lo.RandomStart, genName: o.Name + "/" + name}
 	}
 	for _, name := range layoutNames {
 		if err := s.openGenerator(ctx, s.layouts[name]); err != nil {
@@ -118,7 +119,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 // openGenerator leases a node of slot's layout and installs its generator.
 func (s *Service) openGenerator(ctx context.Context, slot *layoutSlot) error {
 	o := s.o.Timeshard
-	o.Layout = slot.layout
+	o.Layout, o.RandomStart = slot.layout, slot.randomStart
 	g, err := timeshard.Open(ctx, s.st, slot.genName, o)
 	if err != nil {
 		return fmt.Errorf("idservice: layout %s: %w", slot.name, err)
