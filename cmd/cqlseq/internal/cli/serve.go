@@ -11,9 +11,11 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/cqlseq/cqlseq/idservice"
 	"github.com/cqlseq/cqlseq/timeshard"
@@ -32,6 +34,9 @@ type serveFlags struct {
 	lease           time.Duration
 	maxBody         int64
 	pprofListen     string
+	leafListen      string
+	layoutSpecs     []string                           // --layout NAME=SPEC, as given
+	layouts         map[string]idservice.LayoutOptions // parsed by validate
 }
 
 func newServeCmd(e *env) *cobra.Command {
@@ -56,6 +61,24 @@ own timeshard node IDs.
 or "admin TOKEN" (also create sequences); # starts a comment. Without it
 every client may do everything, which the log says at startup.
 --http-cert and --http-key serve HTTPS.
+
+--layout NAME=SPEC sets a layout's epoch and bit split (and repeats for
+the other layout): "--layout 63=leaf" makes the 63-bit layout, and so
+Leaf's /api/snowflake/get/KEY, Meituan Leaf's: twepoch 1288834974657 ms
+(2010-11-04T01:42:54.657Z), 41 time / 10 worker / 12 sequence bits, each
+millisecond's sequence starting at a random 0..99. SPEC is comma-separated
+items applied in order: a preset (cqlseq, leaf), epoch=TIME (RFC 3339 or
+Unix milliseconds), bits=T/N/C, random-start=N (0: none); for example
+"63=epoch=2020-01-01T00:00:00Z" or "63=leaf,random-start=0". The store
+records each layout: a start whose IDs could repeat or sort before IDs
+already made (a later epoch, fewer bits) is refused (docs/service.md).
+
+--leaf-listen ADDR also serves Leaf's paths and monitor pages (with
+/healthz and /readyz, nothing else) on ADDR without a token, for Leaf's
+clients, which send none; the --listen API keeps wanting the tokens of
+--token-file. Whoever reaches ADDR can take IDs and read the sequences'
+names and state (not create or change a sequence): bind it to an internal
+address.
 
 SIGINT or SIGTERM shuts down gracefully: no new connections, the requests
 in flight finish (at most --shutdown-timeout), then the node leases are
@@ -90,6 +113,8 @@ released so that another instance can take the node IDs at once.`,
 	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz")
 	fs.DurationVar(&f.lease, "lease", timeshard.DefaultLeaseDuration, "timeshard node lease TTL, whole seconds; a crashed instance's node IDs are free again after it")
 	fs.Int64Var(&f.maxBody, "max-body", idservice.DefaultMaxBodyBytes, "largest request body, bytes")
+	fs.StringArrayVar(&f.layoutSpecs, "layout", nil, `a layout's epoch and split, NAME=SPEC: "63=leaf" (Meituan Leaf's), "63=epoch=2020-01-01T00:00:00Z,bits=41/10/12,random-start=100"; repeatable`)
+	fs.StringVar(&f.leafListen, "leaf-listen", "", "also serve Leaf's paths and monitor pages (only) on this address, host:port, without a token")
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve net/http/pprof's /debug/pprof/ on this address (make bench-service's profiles); never on the API's address")
 	_ = fs.MarkHidden("pprof-listen")
 	return cmd
@@ -122,6 +147,31 @@ func (f *serveFlags) validate() error {
 	if f.maxBody <= 0 {
 		errs = append(errs, fmt.Errorf("--max-body %d: must be > 0", f.maxBody))
 	}
+	if f.leafListen != "" {
+		if _, _, err := net.SplitHostPort(f.leafListen); err != nil {
+			errs = append(errs, fmt.Errorf("--leaf-listen %q: want host:port", f.leafListen))
+		} else if f.leafListen == f.listen {
+			errs = append(errs, fmt.Errorf("--leaf-listen %q: the same address as --listen; want another", f.leafListen))
+		}
+	}
+	f.layouts = map[string]idservice.LayoutOptions{}
+	for _, spec := range f.layoutSpecs {
+		name, rest, ok := strings.Cut(spec, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("--layout %q: want NAME=SPEC, such as 63=leaf", spec))
+			continue
+		}
+		if _, dup := f.layouts[name]; dup {
+			errs = append(errs, fmt.Errorf("--layout %q: layout %s given twice", spec, name))
+			continue
+		}
+		lo, err := idservice.ParseLayout(name, rest, time.Now())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--layout %q: %w", spec, err))
+			continue
+		}
+		f.layouts[name] = lo
+	}
 	return errors.Join(errs...)
 }
 
@@ -135,6 +185,7 @@ func (f *serveFlags) options() idservice.Options {
 		RequestTimeout:  f.requestTimeout,
 		ShutdownTimeout: f.shutdownTimeout,
 		ProbeInterval:   f.probeInterval,
+		Layouts:         f.layouts,
 	}
 }
 
@@ -184,6 +235,14 @@ func runServe(ctx context.Context, f *serveFlags, log *slog.Logger) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer ln.Close() // Serve closes it; this covers the failures before it
+	var leafLn net.Listener
+	if f.leafListen != "" {
+		leafLn, err = net.Listen("tcp", f.leafListen)
+		if err != nil {
+			return fmt.Errorf("--leaf-listen: %w", err)
+		}
+		defer leafLn.Close() // ServeLeaf closes it; this covers the failures before it
+	}
 	store, err := f.store.open(ctx, log, false)
 	if err != nil {
 		return err
@@ -204,7 +263,13 @@ func runServe(ctx context.Context, f *serveFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	serr := svc.Serve(ctx, ln, tlsConf)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return svc.Serve(gctx, ln, tlsConf) })
+	if leafLn != nil {
+		log.Warn("serve: --leaf-listen: Leaf's paths and monitor pages without a token", "addr", leafLn.Addr().String())
+		g.Go(func() error { return svc.ServeLeaf(gctx, leafLn, tlsConf) })
+	}
+	serr := g.Wait()
 	if err := svc.Close(); err != nil {
 		log.Warn("serve: releasing the node leases (they expire by their TTL)", "err", err)
 	}

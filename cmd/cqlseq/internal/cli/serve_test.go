@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,14 @@ func TestServeBadFlags(t *testing.T) {
 		{"serve", "--shutdown-timeout", "0s"},
 		{"serve", "--max-body", "0"},
 		{"serve", "--dir", "x", "--hosts", "h"},
+		{"serve", "--layout", "63"},
+		{"serve", "--layout", "63=nope"},
+		{"serve", "--layout", "53=leaf"},
+		{"serve", "--layout", "63=epoch=2999-01-01T00:00:00Z"},
+		{"serve", "--layout", "63=bits=41/10/11"},
+		{"serve", "--layout", "63=leaf", "--layout", "63=cqlseq"},
+		{"serve", "--leaf-listen", "nope"},
+		{"serve", "--leaf-listen", "127.0.0.1:8080"},
 	} {
 		r := runCLI(t, args...)
 		assert.Equal(t, ExitUsage, r.code, "%v: %s", args, r.stderr)
@@ -160,4 +169,40 @@ func TestServeBadFlags(t *testing.T) {
 	r := runCLI(t, "serve", "--token-file", filepath.Join(t.TempDir(), "missing"), "--dir", t.TempDir(), "--listen", freeAddr(t))
 	assert.Equal(t, ExitFailure, r.code)
 	assert.Contains(t, r.stderr, "token file")
+}
+
+// TestServeLeafPresetAndListener (issue 52 items 1-3): --layout 63=leaf
+// makes Leaf's snowflake IDs (Leaf's decoder dates them now), and
+// --leaf-listen serves Leaf's paths without a token while the API keeps
+// wanting one; a restart back to cqlseq's epoch is refused, since its IDs
+// would sort before those already made.
+func TestServeLeafPresetAndListener(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	const issue = "issue-token-0123456789"
+	require.NoError(t, os.WriteFile(tokens, []byte("issue "+issue+"\n"), 0o600))
+	addr, leafAddr := freeAddr(t), freeAddr(t)
+	stop := startServe(t, addr, "--dir", dir, "--token-file", tokens, "--layout", "63=leaf", "--leaf-listen", leafAddr)
+
+	before := time.Now().UnixMilli()
+	code, body := call(t, "GET", "http://"+leafAddr+"/api/snowflake/get/order:id", "", "")
+	require.Equal(t, 200, code, body)
+	id, err := strconv.ParseInt(body, 10, 64)
+	require.NoError(t, err)
+	ms := id>>22 + 1288834974657 // Leaf's decoder
+	assert.InDelta(t, before, ms, 2000, "Leaf's decoder dates the ID now")
+	code, _ = call(t, "GET", "http://"+addr+"/api/snowflake/get/order:id", "", "")
+	assert.Equal(t, 401, code, "the API keeps its tokens")
+	code, _ = call(t, "POST", "http://"+leafAddr+"/v1/sequences", "", `{"name":"x"}`)
+	assert.Equal(t, 404, code, "no sequence is created on the Leaf listener")
+	code, body = call(t, "GET", "http://"+addr+"/v1/timeshard", issue, "")
+	require.Equal(t, 200, code, body)
+	assert.Contains(t, body, `"epoch":"2010-11-04T01:42:54.657Z"`)
+	r := stop()
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "without a token")
+
+	r = runCLI(t, "serve", "--dir", dir, "--listen", freeAddr(t))
+	assert.Equal(t, ExitFailure, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "layout change refused")
 }
