@@ -158,6 +158,7 @@ test-integration: $(LAUNCHER) cqlsh-venv
 	      (cd integration && CQLSEQ_CQL_HOSTS=$$hosts CQLSEQ_CQL_ENGINE=cassandra CQLSH=$(CQLSH) $(GO) test $(IT_FLAGS) ./...); \
 	    fi; \
 	    $(MAKE) --no-print-directory torture-short HOSTS=$$hosts; \
+	    $(MAKE) --no-print-directory upgrade-cql HOSTS=$$hosts; \
 	  ); \
 	fi; \
 	$(MAKE) --no-print-directory gray-check
@@ -196,6 +197,13 @@ torture-short:
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
 	$(GO) build -o $(BIN)/cqlseq-torture ./testenv/torture/cmd/cqlseq-torture
 	$(BIN)/cqlseq-torture -cqlseq $(BIN)/cqlseq -hosts $(HOSTS) -kills 20 -node-faults 0 -short -vegeta $(CACHE)/tools/vegeta
+
+# upgrade-cql runs testenv/upgrade's CQL variant on HOSTS: owners of the
+# commit before version ranges and of this tree alternate on one keyspace
+# under load, the older one is refused after this tree's, verify --acks
+# finds every acknowledged command (make test runs the bbolt variant).
+upgrade-cql:
+	CQLSEQ_CQL_HOSTS=$(HOSTS) $(GO) test -count=1 -timeout 10m -run 'TestUpgradeFromBeforeVersionRangesAndRollback/cql' -v ./testenv/upgrade/ 2>&1 | grep -E '^(=== RUN|---|\s+upgrade_test|ok|FAIL|PASS)' ; exit $${PIPESTATUS[0]}
 
 # test-cluster runs the storage conformance suite and LWT race (cqlstore),
 # elections, the fenced takeovers (fencing, orchestration) and the restart
