@@ -5,6 +5,18 @@ import (
 	"strings"
 )
 
+// Why a lexer of our own: the migrator must split a script into statements
+// and put Options.Keyspace in place of the word cqlseq, outside strings and
+// comments, keeping every other byte (the checksum is of the script as
+// written). gocql runs one statement per query and has no script runner;
+// golang-migrate's Cassandra driver applies a file as one statement unless
+// x-multi-statement, which splits at every ';' byte ("cannot be used when a
+// statement in the migration contains a string with a semi-colon", its
+// README), and substitutes nothing. The cases it must get right (a ';' or
+// the keyspace word inside a string, a quoted identifier, a $$ string, a
+// comment, an unterminated string) are pinned in schema_test.go
+// (TestLexRoundTrip, TestLexErrors, TestSubstitution).
+
 // tokenKind classifies a lexeme of a CQL script.
 type tokenKind int
 

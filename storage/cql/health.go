@@ -27,6 +27,20 @@ import (
 //   - healthPolicy, healthObserver, hedging and healthPlan connect the
 //     driver to gocql.
 
+// Why not gocql's policies alone: gocql drops a host from plans only when
+// its connections fail, and a paused or cut-off node (a long GC pause, a
+// SIGSTOP) keeps them open; its token-aware plans then keep sending every
+// statement whose primary replica is that node, each waiting out the
+// timeout, and the conditional epoch claims of its partitions with them.
+// Measured on the 3-node cluster at RF 3, node 2 SIGSTOPped 10 s under load
+// (docs/gray-failure.md, make gray-check): with DisableHealth (gocql's host
+// choice, the behaviour before) the acknowledged commands/s fell from 395
+// to 1.0 in trust2 and from 832 to 0.3 in fenced; with this layer they rose
+// during the pause (625 -> 741 trust2, 721 -> 1,092 fenced, quiet machine).
+// A coordinator that refuses every statement (the campaign's one-way cut,
+// TestHealthACoordinatorThatRefusesGoesLastUntilItServes) is the other
+// case no gocql policy covers.
+
 // health drives the session's healthBook from gocql's host choices and
 // attempt ends (healthPolicy, healthObserver), and serves the hedging
 // policy.
