@@ -474,17 +474,17 @@ alloc-cql: build
 # bench-service: cqlseq serve (bbolt, loopback) beside a trivial net/http
 # handler under the same vegeta (v12.13.0, installed in .cache/tools): max
 # rate, p99 at half the trivial handler's max, batches of 1,000 IDs; then
-# its gRPC API beside a trivial Connect handler (internal/bench/trivialgrpc)
-# under the same gRPC client (internal/bench/grpcload, h2c): max rate and
+# its gRPC API beside a trivial Connect handler (internal/lab/bench/trivialgrpc)
+# under the same gRPC client (internal/lab/bench/grpcload, h2c): max rate and
 # p99 at half the trivial's max (scripts/bench-service.sh, about 9 minutes;
 # docs/benchmarks.md). Fails if a response is not 2xx or a gRPC call fails;
 # the table is also in .cache/bench-service/table.md.
 bench-service:
 	GOBIN=$(CACHE)/tools $(GO) install github.com/tsenart/vegeta/v12@v12.13.0
 	$(GO) build -o $(BIN)/cqlseq ./cmd/cqlseq
-	$(GO) build -o $(BIN)/trivialhttp ./internal/bench/trivialhttp
-	$(GO) build -o $(BIN)/trivialgrpc ./internal/bench/trivialgrpc
-	$(GO) build -o $(BIN)/grpcload ./internal/bench/grpcload
+	$(GO) build -o $(BIN)/trivialhttp ./internal/lab/bench/trivialhttp
+	$(GO) build -o $(BIN)/trivialgrpc ./internal/lab/bench/trivialgrpc
+	$(GO) build -o $(BIN)/grpcload ./internal/lab/bench/grpcload
 	VEGETA=$(CACHE)/tools/vegeta CQLSEQ=$(BIN)/cqlseq TRIVIAL=$(BIN)/trivialhttp \
 	  TRIVIAL_GRPC=$(BIN)/trivialgrpc GRPCLOAD=$(BIN)/grpcload OUTDIR=$(CACHE)/bench-service \
 	  bash scripts/bench-service.sh

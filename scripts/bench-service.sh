@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-service.sh: make bench-service (docs/benchmarks.md, "make
 # bench-service"). cqlseq serve on a temporary bbolt file and a trivial
-# net/http handler (internal/bench/trivialhttp), both on loopback, loaded
+# net/http handler (internal/lab/bench/trivialhttp), both on loopback, loaded
 # by the same vegeta client (HTTP/1.1, keep-alive), side by side:
 #
 #   1. max rate (vegeta -rate=0, -max-workers picked by a short sweep per
@@ -12,8 +12,8 @@
 # then CPU profiles of cqlseq serve under max-rate galloc and timeshard
 # (OUTDIR/cpu-*.pprof); then the gRPC API (unary NextSequence and
 # NextTimeshard, one ID a call) beside a trivial Connect handler
-# (internal/bench/trivialgrpc, NextSequence answering a constant), both
-# over h2c and loaded by the same client, grpcload (internal/bench/grpcload;
+# (internal/lab/bench/trivialgrpc, NextSequence answering a constant), both
+# over h2c and loaded by the same client, grpcload (internal/lab/bench/grpcload;
 # vegeta speaks no gRPC), measured the same way:
 #
 #   4. max rate (-rate 0, workers picked by a short sweep per target, one

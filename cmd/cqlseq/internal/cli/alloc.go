@@ -21,7 +21,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/galloc"
 	"github.com/cqlseq/cqlseq/galloc/galloccheck"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/storage"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cqlseq/cqlseq/internal/chart"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/chart"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 )
 
 // readAllocReport reads the report alloc --json wrote into path.

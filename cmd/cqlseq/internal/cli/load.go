@@ -12,7 +12,7 @@ import (
 
 	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/internal/latency"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cqlseq/cqlseq/internal/chart"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/chart"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 )
 
 type plotFlags struct {

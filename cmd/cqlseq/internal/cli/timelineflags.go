@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/cqlseq/cqlseq/internal/chart"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/chart"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 )
 
 // timelineHelp says what --timeline's file holds.

@@ -39,7 +39,7 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/internal/shellwords"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 

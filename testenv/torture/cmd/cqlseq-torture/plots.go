@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cqlseq/cqlseq/internal/chart"
+	"github.com/cqlseq/cqlseq/internal/lab/chart"
 	"github.com/cqlseq/cqlseq/internal/shellwords"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cqlseq/cqlseq/internal/chart"
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/chart"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 

@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 )
 
 // ratePanel draws acknowledged commands per second (busy answers and

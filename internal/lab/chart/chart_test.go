@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 )
 
 // The tests draw from recorded samples (no run, no timing) and read the

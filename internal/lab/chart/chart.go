@@ -25,7 +25,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/cqlseq/cqlseq/internal/timeline"
+	"github.com/cqlseq/cqlseq/internal/lab/timeline"
 )
 
 // The axes' labels, with their units.
