@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cqlseq/cqlseq/apppart"
-	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/internal/lab/timeline"
+	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/isequencer"
 )
 

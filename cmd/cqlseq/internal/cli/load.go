@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/apppart"
-	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/internal/lab/timeline"
+	"github.com/cqlseq/cqlseq/internal/latency"
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/metrics"
 	"github.com/cqlseq/cqlseq/plog"

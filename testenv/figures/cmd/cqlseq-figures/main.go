@@ -38,8 +38,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cqlseq/cqlseq/internal/shellwords"
 	"github.com/cqlseq/cqlseq/internal/lab/timeline"
+	"github.com/cqlseq/cqlseq/internal/shellwords"
 	"github.com/cqlseq/cqlseq/testenv/cassandra"
 )
 

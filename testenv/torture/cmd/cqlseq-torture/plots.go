@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cqlseq/cqlseq/internal/lab/chart"
-	"github.com/cqlseq/cqlseq/internal/shellwords"
 	"github.com/cqlseq/cqlseq/internal/lab/timeline"
+	"github.com/cqlseq/cqlseq/internal/shellwords"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
