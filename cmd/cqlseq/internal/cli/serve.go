@@ -30,6 +30,7 @@ type serveFlags struct {
 	requestTimeout  time.Duration
 	probeInterval   time.Duration
 	lease           time.Duration
+	leaseRetryMax   time.Duration
 	maxBody         int64
 	pprofListen     string
 }
@@ -50,7 +51,10 @@ The store is bbolt by default: cqlseq.db in --dir, by default the user's
 data directory ($XDG_DATA_HOME/cqlseq, else ~/.local/share/cqlseq), so a
 restart continues the sequences. A CQL flag (--hosts, --keyspace) selects
 the CQL store; many instances may then serve one keyspace, each leasing its
-own timeshard node IDs.
+own timeshard node IDs. A layout none of whose node IDs is free (the 53-bit
+one has 32) does not stop the rest: its IDs are answered 503, /readyz says
+"degraded", and a node ID is sought again in the background, waits
+doubling from --probe-interval up to --lease-retry-max.
 
 --token-file names the bearer tokens: one a line, "issue TOKEN" (take IDs)
 or "admin TOKEN" (also create sequences); # starts a comment. Without it
@@ -89,6 +93,7 @@ released so that another instance can take the node IDs at once.`,
 	fs.DurationVar(&f.requestTimeout, "request-timeout", idservice.DefaultRequestTimeout, "bound on one request's work (waiting for a chunk, a store call)")
 	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz")
 	fs.DurationVar(&f.lease, "lease", timeshard.DefaultLeaseDuration, "timeshard node lease TTL, whole seconds; a crashed instance's node IDs are free again after it")
+	fs.DurationVar(&f.leaseRetryMax, "lease-retry-max", idservice.DefaultLeaseRetryMax, "longest wait between attempts to lease a node ID of a layout that has none (all leased, or the store failing)")
 	fs.Int64Var(&f.maxBody, "max-body", idservice.DefaultMaxBodyBytes, "largest request body, bytes")
 	fs.StringVar(&f.pprofListen, "pprof-listen", "", "serve net/http/pprof's /debug/pprof/ on this address (make bench-service's profiles); never on the API's address")
 	_ = fs.MarkHidden("pprof-listen")
@@ -114,7 +119,7 @@ func (f *serveFlags) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--shutdown-timeout", f.shutdownTimeout}, {"--request-timeout", f.requestTimeout}, {"--probe-interval", f.probeInterval}} {
+	}{{"--shutdown-timeout", f.shutdownTimeout}, {"--request-timeout", f.requestTimeout}, {"--probe-interval", f.probeInterval}, {"--lease-retry-max", f.leaseRetryMax}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must be > 0", d.name, d.v))
 		}
@@ -135,6 +140,7 @@ func (f *serveFlags) options() idservice.Options {
 		RequestTimeout:  f.requestTimeout,
 		ShutdownTimeout: f.shutdownTimeout,
 		ProbeInterval:   f.probeInterval,
+		LeaseRetryMax:   f.leaseRetryMax,
 	}
 }
 
