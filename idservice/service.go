@@ -198,11 +198,18 @@ func (s *Service) seek(slot *layoutSlot, after bool) {
 // Close: the waits between attempts start at ProbeInterval and double up
 // to max(LeaseRetryMax, ProbeInterval), each drawn in [w/2, w] so that
 // instances started together spread their attempts. An attempt is bounded
-// by RequestTimeout.
+// by the longer of RequestTimeout and the lease's TTL: over a full layout
+// it makes one conditional write per node ID (1,024 in layout 63), which
+// must not time out as a store failure would.
 func (s *Service) leaseLoop(slot *layoutSlot, wait bool) {
 	defer s.leasing.Done()
 	defer slot.seeking.Store(false)
 	step, ceil := s.o.ProbeInterval, max(s.o.LeaseRetryMax, s.o.ProbeInterval)
+	ttl := s.o.Timeshard.LeaseDuration
+	if ttl == 0 {
+		ttl = timeshard.DefaultLeaseDuration
+	}
+	bound := max(s.o.RequestTimeout, ttl)
 	var lastLogged string
 	for {
 		if wait {
@@ -216,7 +223,7 @@ func (s *Service) leaseLoop(slot *layoutSlot, wait bool) {
 			step = min(2*step, ceil)
 		}
 		wait = true
-		ctx, cancel := context.WithTimeout(s.ctx, s.o.RequestTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, bound)
 		err := s.openGenerator(ctx, slot)
 		cancel()
 		switch {
