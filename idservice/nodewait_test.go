@@ -29,8 +29,8 @@ func leaseAll(t *testing.T, st storage.Storage, name string, l timeshard.Layout)
 			_ = g.Close()
 		}
 	})
-	for range l.Nodes() {
-		g, err := timeshard.Open(context.Background(), st, name, timeshard.Options{Layout: l, FirstNode: 0, Process: "other"})
+	for n := range l.Nodes() {
+		g, err := timeshard.Open(context.Background(), st, name, timeshard.Options{Layout: l, FirstNode: int64(n), Process: "other"})
 		require.NoError(t, err)
 		gs = append(gs, g)
 	}
