@@ -210,7 +210,10 @@ func (s *Service) leaseLoop(slot *layoutSlot, wait bool) {
 		ttl = timeshard.DefaultLeaseDuration
 	}
 	bound := max(s.o.RequestTimeout, ttl)
-	var lastLogged string
+	var lastLogged string // the error last logged (New logs the first)
+	if e := slot.lastErr.Load(); e != nil {
+		lastLogged = (*e).Error()
+	}
 	for {
 		if wait {
 			t := time.NewTimer(step/2 + rand.N(step/2+1))
