@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/cqlseq/cqlseq/idservice"
+	v1 "github.com/cqlseq/cqlseq/idservice/gen/idservicev1"
 	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/storage/mem"
 	"github.com/cqlseq/cqlseq/timeshard"
@@ -96,6 +98,12 @@ func TestServesWhileALayoutWaitsForANodeID(t *testing.T) {
 	assert.Contains(t, r.err(t).Message, "all 32 node IDs are leased")
 	assert.Equal(t, "1", r.header.Get("Retry-After"))
 	assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+	c := grpcClient(t, s, nil)
+	_, err := c.NextTimeshard(t.Context(), req(&v1.NextTimeshardRequest{Layout: "53"}, ""))
+	requireCode(t, err, connect.CodeUnavailable, "no_node_lease")
+	tr, err := c.NextTimeshard(t.Context(), req(&v1.NextTimeshardRequest{Layout: "63"}, ""))
+	require.NoError(t, err)
+	assert.Len(t, tr.Msg.GetIds(), 1)
 	_, ok := s.svc.Node("53")
 	assert.False(t, ok)
 	assert.Equal(t, []string{"53"}, s.svc.Waiting())
