@@ -739,17 +739,27 @@ func (s *Service) handleHealthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readyBody is /readyz's body: status "ready", "degraded" (200: the
+// layouts of Waiting are answered 503 until a node ID is leased) or "not
+// ready" (503).
+type readyBody struct {
+	Status  string   `json:"status"`
+	Reason  string   `json:"reason,omitempty"`
+	Waiting []string `json:"waiting_layouts,omitempty"`
+}
+
 func (s *Service) handleReadyz(w http.ResponseWriter, r *http.Request) error {
+	waiting := s.Waiting()
 	if why := s.readiness(); why != "" {
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, struct {
-			Status string `json:"status"`
-			Reason string `json:"reason"`
-		}{"not ready", why})
+		writeJSON(w, http.StatusServiceUnavailable, readyBody{Status: "not ready", Reason: why, Waiting: waiting})
 		return nil
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Status string `json:"status"`
-	}{"ready"})
+	if len(waiting) > 0 {
+		writeJSON(w, http.StatusOK, readyBody{Status: "degraded", Waiting: waiting,
+			Reason: "no node lease of layout " + strings.Join(waiting, ", ") + " (waiting for a free node ID; its IDs are answered 503)"})
+		return nil
+	}
+	writeJSON(w, http.StatusOK, readyBody{Status: "ready"})
 	return nil
 }

@@ -168,9 +168,9 @@ func TestReadyWithChunkInHand(t *testing.T) {
 }
 
 // TestLeaseLostIsTakenAgain: with the store down past the node lease's
-// local deadline the lease is lost: /readyz says so and timeshard requests
-// are 503 no_node_lease; once the store is back a node is leased again and
-// IDs are made again.
+// local deadline the lease is lost: /readyz lists the layout as waiting
+// and timeshard requests are 503 no_node_lease; once the store is back a
+// node is leased again and IDs are made again.
 func TestLeaseLostIsTakenAgain(t *testing.T) {
 	st := newFaulty(t)
 	o := testOptions(st)
@@ -181,8 +181,8 @@ func TestLeaseLostIsTakenAgain(t *testing.T) {
 	require.NoError(t, st.SetRules(faulty.Rule{Action: faulty.Fail}))
 	require.Eventually(t, func() bool { _, ok := s.svc.Node("63"); return !ok }, 10*time.Second, 10*time.Millisecond)
 	r := s.do(t, "GET", "/readyz", nil)
-	assert.Equal(t, 503, r.status)
-	assert.Contains(t, r.body, "no node lease of layout")
+	assert.Equal(t, 503, r.status, "the store is down and no chunk is in hand")
+	assert.Contains(t, r.body, `"waiting_layouts":["63"`)
 	r = s.do(t, "POST", "/v1/timeshard/63/next", nil)
 	require.Equal(t, 503, r.status, r.body)
 	assert.Equal(t, "no_node_lease", r.err(t).Code)
@@ -190,7 +190,7 @@ func TestLeaseLostIsTakenAgain(t *testing.T) {
 	assert.Contains(t, m.body, `cqlseq_service_node_lease_held{layout="63"} 0`)
 
 	st.Clear()
-	require.Eventually(t, func() bool { return s.svc.Ready() }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return s.svc.Ready() && len(s.svc.Waiting()) == 0 }, 10*time.Second, 10*time.Millisecond)
 	after := s.ids(t, "/v1/timeshard/63/next")
 	assert.Greater(t, after[0], before[0])
 }

@@ -52,7 +52,9 @@ var (
 	descHeld = prometheus.NewDesc("cqlseq_service_sequence_held",
 		"Values allocated to this instance and not handed out yet (what a crash would waste), by sequence.", []string{"sequence"}, nil)
 	descLease = prometheus.NewDesc("cqlseq_service_node_lease_held",
-		"1 while this instance holds a node lease of the timeshard layout.", []string{"layout"}, nil)
+		"1 while this instance holds a node lease of the timeshard layout (serves it); 0 while it waits for one (the layout's IDs are answered 503 no_node_lease).", []string{"layout"}, nil)
+	descLeaseAttempts = prometheus.NewDesc("cqlseq_service_node_lease_attempts_total",
+		"Attempts to lease a node ID of the timeshard layout, by result: taken, no_free_node (every node ID leased: the layout waits, answered 503), failed (the store).", []string{"layout", "result"}, nil)
 	descNode = prometheus.NewDesc("cqlseq_service_node",
 		"The node ID this instance holds of the timeshard layout (absent without a lease).", []string{"layout"}, nil)
 	descCounterWaits = prometheus.NewDesc("cqlseq_service_timeshard_counter_waits_total",
@@ -67,7 +69,7 @@ var (
 type stateCollector struct{ s *Service }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFetches, descWaits, descConflicts, descIssued, descHeld, descLease, descNode, descCounterWaits, descStoreUp, descReady} {
+	for _, d := range []*prometheus.Desc{descFetches, descWaits, descConflicts, descIssued, descHeld, descLease, descLeaseAttempts, descNode, descCounterWaits, descStoreUp, descReady} {
 		ch <- d
 	}
 }
@@ -82,9 +84,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(st.Held), name)
 	}
 	for _, name := range layoutNames {
-		g := c.s.layouts[name].cur.Load()
+		slot := c.s.layouts[name]
+		g := slot.cur.Load()
 		held := g != nil && !g.lost.Load()
 		ch <- prometheus.MustNewConstMetric(descLease, prometheus.GaugeValue, b2f(held), name)
+		for r := range numLeaseResults {
+			ch <- prometheus.MustNewConstMetric(descLeaseAttempts, prometheus.CounterValue, float64(slot.attempts[r].Load()), name, r.String())
+		}
 		if held {
 			ch <- prometheus.MustNewConstMetric(descNode, prometheus.GaugeValue, float64(g.g.Node()), name)
 			ch <- prometheus.MustNewConstMetric(descCounterWaits, prometheus.CounterValue, float64(g.g.Stats().CounterWaits), name)

@@ -33,6 +33,7 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	DefaultProbeInterval   = time.Second
 	DefaultUnknownTTL      = time.Second
+	DefaultLeaseRetryMax   = 5 * time.Second
 )
 
 // Options configure a Service.
@@ -79,6 +80,13 @@ type Options struct {
 	// ProbeInterval is how often the store and the node leases are checked
 	// (for /readyz) and a lost lease is taken again. Default 1 s.
 	ProbeInterval time.Duration
+	// LeaseRetryMax is the longest wait between attempts to lease a node
+	// ID of a layout that has none (every node ID leased, or the store
+	// failing): the waits start at ProbeInterval and double up to
+	// max(LeaseRetryMax, ProbeInterval). An attempt over the 53-bit layout
+	// costs up to 32 conditional writes, over the 63-bit one up to 1,024.
+	// Default 5 s.
+	LeaseRetryMax time.Duration
 	// UnknownTTL is how long a name found missing in the store is answered
 	// unknown_sequence without reading the store again. Default 1 s.
 	UnknownTTL time.Duration
@@ -110,6 +118,9 @@ func (o *Options) EnsureDefaults() {
 	}
 	if o.UnknownTTL == 0 {
 		o.UnknownTTL = DefaultUnknownTTL
+	}
+	if o.LeaseRetryMax == 0 {
+		o.LeaseRetryMax = DefaultLeaseRetryMax
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -146,7 +157,7 @@ func (o *Options) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"RequestTimeout", o.RequestTimeout}, {"ShutdownTimeout", o.ShutdownTimeout}, {"ProbeInterval", o.ProbeInterval}, {"UnknownTTL", o.UnknownTTL}} {
+	}{{"RequestTimeout", o.RequestTimeout}, {"ShutdownTimeout", o.ShutdownTimeout}, {"ProbeInterval", o.ProbeInterval}, {"UnknownTTL", o.UnknownTTL}, {"LeaseRetryMax", o.LeaseRetryMax}} {
 		if d.v < 0 {
 			bad("%s %v is negative", d.name, d.v)
 		}

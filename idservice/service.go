@@ -7,7 +7,10 @@
 //
 // Many instances may serve one store: the sequences' chunks are allocated
 // by compare-and-swap (galloc) and each instance leases its own node ID of
-// each layout (timeshard), released by Close.
+// each layout (timeshard), released by Close. A layout whose node IDs are
+// all leased (more instances than node IDs, or a crash loop's leases not
+// expired yet) does not stop the others: it is answered 503 no_node_lease
+// while a node ID is sought in the background (Waiting).
 //
 // A request that is refused for its input (a bad count, name, ID, body or
 // token, an unknown route or layout) costs nothing: it is refused before
@@ -20,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -33,8 +37,8 @@ import (
 	"github.com/cqlseq/cqlseq/timeshard"
 )
 
-// errNoGenerator: the layout has no generator (its node lease was lost and
-// not taken again yet).
+// errNoGenerator: the layout has no generator (no node ID was free, or its
+// node lease was lost, and none is leased yet).
 var errNoGenerator = errors.New("idservice: no node lease held for the layout")
 
 // probeName is the sequence whose record the store probe reads (it need
@@ -66,6 +70,9 @@ type Service struct {
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes keep; capacity 1
 	done   chan struct{} // closed when keep returns
+	// leasing counts the running leaseLoops. Added to by New and keep
+	// only, so that Close's Wait, after keep has returned, sees them all.
+	leasing sync.WaitGroup
 }
 
 // layoutSlot is a layout's generator: replaced when its lease is lost.
@@ -75,6 +82,28 @@ type layoutSlot struct {
 	randomStart uint64
 	genName     string
 	cur         atomic.Pointer[generator] // nil: none held
+	// seeking is true while a leaseLoop runs for the slot (at most one).
+	seeking atomic.Bool
+	// lastErr is the last failed lease attempt's error (nil once one
+	// succeeds), quoted by the 503 of a layout without a generator.
+	lastErr atomic.Pointer[error]
+	// attempts counts lease attempts by leaseResult.
+	attempts [numLeaseResults]atomic.Uint64
+}
+
+// leaseResult is the outcome of one attempt to lease a layout's node ID
+// (the result label of cqlseq_service_node_lease_attempts_total).
+type leaseResult int
+
+const (
+	leaseTaken      leaseResult = iota // a node ID was leased
+	leaseNoFreeNode                    // every node ID was leased (timeshard.ErrNoNode)
+	leaseFailed                        // another error (the store)
+	numLeaseResults
+)
+
+func (r leaseResult) String() string {
+	return [...]string{"taken", "no_free_node", "failed"}[r]
 }
 
 // generator is one leased node of a layout.
@@ -84,8 +113,12 @@ type generator struct {
 }
 
 // New leases a node ID of every layout in o.Store and starts the
-// background checks. It fails when the store cannot be reached or every
-// node ID of a layout is leased.
+// background checks. It fails when the options are invalid or a lease
+// attempt fails for another reason than every node ID of the layout being
+// leased (the store cannot be reached). A layout none of whose node IDs is
+// free is not an error: the service starts without it, answers its IDs
+// 503 no_node_lease (Waiting lists it) and retries in the background, with
+// back-off, until it leases one or Close.
 func New(ctx context.Context, o Options) (*Service, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -98,39 +131,121 @@ func New(ctx context.Context, o Options) (*Service, error) {
 	for name, lo := range o.Layouts {
 		s.layouts[name] = &layoutSlot{name: name, layout: lo.Layout, randomStart: lo.RandomStart, genName: o.Name + "/" + name}
 	}
+	var waiting []*layoutSlot
 	for _, name := range layoutNames {
-		if err := s.openGenerator(ctx, s.layouts[name]); err != nil {
-			s.closeGenerators()
+		slot := s.layouts[name]
+		err := s.openGenerator(ctx, slot)
+		switch {
+		case err == nil:
+		case errors.Is(err, timeshard.ErrNoNode):
+			s.log.Warn("idservice: no free node ID: serving without the layout, retrying in the background",
+				"layout", name, "generator", slot.genName, "err", err)
+			waiting = append(waiting, slot)
+		default:
+			_ = s.closeGenerators()
 			return nil, err
 		}
 	}
 	m, err := newServiceMetrics(s, o.Registry)
 	if err != nil {
-		s.closeGenerators()
+		_ = s.closeGenerators()
 		return nil, err
 	}
 	s.m = m
 	s.storeUp.Store(true)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	for _, slot := range waiting {
+		s.seek(slot, true)
+	}
 	go s.keep()
 	return s, nil
 }
 
-// openGenerator leases a node of slot's layout and installs its generator.
+// openGenerator leases a node of slot's layout and installs its generator,
+// counting the attempt by its result.
 func (s *Service) openGenerator(ctx context.Context, slot *layoutSlot) error {
 	o := s.o.Timeshard
 	o.Layout, o.RandomStart = slot.layout, slot.randomStart
 	g, err := timeshard.Open(ctx, s.st, slot.genName, o)
 	if err != nil {
-		return fmt.Errorf("idservice: layout %s: %w", slot.name, err)
+		err = fmt.Errorf("idservice: layout %s: %w", slot.name, err)
+		r := leaseFailed
+		if errors.Is(err, timeshard.ErrNoNode) {
+			r = leaseNoFreeNode
+		}
+		slot.attempts[r].Add(1)
+		slot.lastErr.Store(&err)
+		return err
 	}
+	slot.attempts[leaseTaken].Add(1)
+	slot.lastErr.Store(nil)
 	slot.cur.Store(&generator{g: g})
 	s.log.Info("idservice: node lease taken", "layout", slot.name, "generator", slot.genName, "node", g.Node())
 	return nil
 }
 
+// seek starts slot's leaseLoop unless one runs; after is true when the
+// first attempt is to wait a back-off step (one just failed). Called by
+// New and keep only (see Service.leasing).
+func (s *Service) seek(slot *layoutSlot, after bool) {
+	if !slot.seeking.CompareAndSwap(false, true) {
+		return
+	}
+	s.leasing.Add(1)
+	go s.leaseLoop(slot, after)
+}
+
+// leaseLoop tries to lease a node ID of slot's layout until it does or
+// Close: the waits between attempts start at ProbeInterval and double up
+// to max(LeaseRetryMax, ProbeInterval), each drawn in [w/2, w] so that
+// instances started together spread their attempts. An attempt is bounded
+// by the longer of RequestTimeout and the lease's TTL: over a full layout
+// it makes one conditional write per node ID (1,024 in layout 63), which
+// must not time out as a store failure would.
+func (s *Service) leaseLoop(slot *layoutSlot, wait bool) {
+	defer s.leasing.Done()
+	defer slot.seeking.Store(false)
+	step, ceil := s.o.ProbeInterval, max(s.o.LeaseRetryMax, s.o.ProbeInterval)
+	ttl := s.o.Timeshard.LeaseDuration
+	if ttl == 0 {
+		ttl = timeshard.DefaultLeaseDuration
+	}
+	bound := max(s.o.RequestTimeout, ttl)
+	var lastLogged string // the error last logged (New logs the first)
+	if e := slot.lastErr.Load(); e != nil {
+		lastLogged = (*e).Error()
+	}
+	for {
+		if wait {
+			t := time.NewTimer(step/2 + rand.N(step/2+1))
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			step = min(2*step, ceil)
+		}
+		wait = true
+		ctx, cancel := context.WithTimeout(s.ctx, bound)
+		err := s.openGenerator(ctx, slot)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case s.ctx.Err() != nil:
+			return
+		case err.Error() != lastLogged:
+			// Logged when it changes, not at every attempt.
+			lastLogged = err.Error()
+			s.log.Warn("idservice: taking a node lease failed; retrying", "layout", slot.name, "err", err)
+		}
+	}
+}
+
 // keep checks the store and the node leases every ProbeInterval (or when
-// kicked) until Close, and takes a lost lease again.
+// kicked) until Close, and starts a leaseLoop for a layout whose lease is
+// lost.
 func (s *Service) keep() {
 	defer close(s.done)
 	t := time.NewTicker(s.o.ProbeInterval)
@@ -146,8 +261,8 @@ func (s *Service) keep() {
 	}
 }
 
-// check probes the store and each layout's generator, replacing those whose
-// lease is lost.
+// check probes the store and each layout's generator: one whose lease is
+// lost is dropped and a new node ID sought (leaseLoop).
 func (s *Service) check(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, min(s.o.RequestTimeout, max(s.o.ProbeInterval, 100*time.Millisecond)))
 	defer cancel()
@@ -165,7 +280,7 @@ func (s *Service) check(ctx context.Context) {
 		if cur != nil && !cur.lost.Load() && errors.Is(cur.g.LeaseErr(), timeshard.ErrLeaseLost) {
 			cur.lost.Store(true)
 		}
-		if cur != nil && !cur.lost.Load() || ctx.Err() != nil {
+		if cur != nil && !cur.lost.Load() || s.ctx.Err() != nil {
 			continue
 		}
 		if cur != nil {
@@ -173,9 +288,7 @@ func (s *Service) check(ctx context.Context) {
 			slot.cur.CompareAndSwap(cur, nil)
 			_ = cur.g.Close()
 		}
-		if err := s.openGenerator(ctx, slot); err != nil && s.ctx.Err() == nil {
-			s.log.Warn("idservice: taking a node lease failed", "layout", name, "err", err)
-		}
+		s.seek(slot, false)
 	}
 }
 
@@ -187,20 +300,31 @@ func (s *Service) wake() {
 	}
 }
 
-// Ready reports whether the service can hand out IDs: it is not shutting
-// down, it holds a node lease of every layout, and the store answered the
-// last probe or a sequence holds values to hand out.
+// Ready reports whether /readyz answers 200: the service is not shutting
+// down, and the store answered the last probe or a sequence holds values
+// to hand out. A layout without a node lease leaves it ready (degraded:
+// Waiting lists the layout, whose IDs are answered 503), so that the
+// sequences, UUIDs and the other layout stay served.
 func (s *Service) Ready() bool { return s.readiness() == "" }
+
+// Waiting returns the layouts, in Layouts' order, of which the service
+// holds no node lease (none was free, or the lease was lost): their
+// timeshard IDs are answered 503 no_node_lease while a node ID is sought
+// in the background. Empty when every layout is served.
+func (s *Service) Waiting() []string {
+	var out []string
+	for _, name := range layoutNames {
+		if g := s.layouts[name].cur.Load(); g == nil || g.lost.Load() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // readiness returns why the service is not ready, or "" when it is.
 func (s *Service) readiness() string {
 	if s.closed.Load() || s.draining.Load() {
 		return "shutting down"
-	}
-	for _, name := range layoutNames {
-		if g := s.layouts[name].cur.Load(); g == nil || g.lost.Load() {
-			return "no node lease of layout " + name
-		}
 	}
 	if s.storeUp.Load() {
 		return ""
@@ -368,6 +492,9 @@ func (s *Service) current(layout string) (*generator, error) {
 	}
 	g := slot.cur.Load()
 	if g == nil || g.lost.Load() {
+		if last := slot.lastErr.Load(); last != nil {
+			return nil, fmt.Errorf("%w %s, retrying: %w", errNoGenerator, layout, *last)
+		}
 		return nil, fmt.Errorf("%w %s", errNoGenerator, layout)
 	}
 	return g, nil
@@ -434,16 +561,18 @@ func (s *Service) sequences() map[string]*galloc.Sequence {
 	return out
 }
 
-// Close stops the background checks, closes the sequences (their unused
-// values are wasted) and releases the node leases, so that another
-// instance can take the node IDs at once. Later calls fail with ErrClosed.
-// It returns the generators' Close errors.
+// Close stops the background checks and node lease retries (and waits for
+// them), closes the sequences (their unused values are wasted) and
+// releases the node leases, so that another instance can take the node
+// IDs at once. Later calls fail with ErrClosed. It returns the generators'
+// Close errors.
 func (s *Service) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	s.cancel()
 	<-s.done
+	s.leasing.Wait()
 	s.mu.Lock()
 	seqs := s.mu.seqs
 	s.mu.seqs = map[string]*galloc.Sequence{}

@@ -32,6 +32,7 @@ type serveFlags struct {
 	requestTimeout  time.Duration
 	probeInterval   time.Duration
 	lease           time.Duration
+	leaseRetryMax   time.Duration
 	maxBody         int64
 	pprofListen     string
 	leafListen      string
@@ -55,7 +56,10 @@ The store is bbolt by default: cqlseq.db in --dir, by default the user's
 data directory ($XDG_DATA_HOME/cqlseq, else ~/.local/share/cqlseq), so a
 restart continues the sequences. A CQL flag (--hosts, --keyspace) selects
 the CQL store; many instances may then serve one keyspace, each leasing its
-own timeshard node IDs.
+own timeshard node IDs. A layout none of whose node IDs is free (the 53-bit
+one has 32) does not stop the rest: its IDs are answered 503, /readyz says
+"degraded", and a node ID is sought again in the background, waits
+doubling from --probe-interval up to --lease-retry-max.
 
 --token-file names the bearer tokens: one a line, "issue TOKEN" (take IDs)
 or "admin TOKEN" (also create sequences); # starts a comment. Without it
@@ -112,6 +116,7 @@ released so that another instance can take the node IDs at once.`,
 	fs.DurationVar(&f.requestTimeout, "request-timeout", idservice.DefaultRequestTimeout, "bound on one request's work (waiting for a chunk, a store call)")
 	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz")
 	fs.DurationVar(&f.lease, "lease", timeshard.DefaultLeaseDuration, "timeshard node lease TTL, whole seconds; a crashed instance's node IDs are free again after it")
+	fs.DurationVar(&f.leaseRetryMax, "lease-retry-max", idservice.DefaultLeaseRetryMax, "longest wait between attempts to lease a node ID of a layout that has none (all leased, or the store failing)")
 	fs.Int64Var(&f.maxBody, "max-body", idservice.DefaultMaxBodyBytes, "largest request body, bytes")
 	fs.StringArrayVar(&f.layoutSpecs, "layout", nil, `a layout's epoch and split, NAME=SPEC: "63=leaf" (Meituan Leaf's), "63=epoch=2020-01-01T00:00:00Z,bits=41/10/12,random-start=100"; repeatable`)
 	fs.StringVar(&f.leafListen, "leaf-listen", "", "also serve Leaf's paths and monitor pages (only) on this address, host:port, without a token")
@@ -139,7 +144,7 @@ func (f *serveFlags) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"--shutdown-timeout", f.shutdownTimeout}, {"--request-timeout", f.requestTimeout}, {"--probe-interval", f.probeInterval}} {
+	}{{"--shutdown-timeout", f.shutdownTimeout}, {"--request-timeout", f.requestTimeout}, {"--probe-interval", f.probeInterval}, {"--lease-retry-max", f.leaseRetryMax}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s %v: must be > 0", d.name, d.v))
 		}
@@ -186,6 +191,7 @@ func (f *serveFlags) options() idservice.Options {
 		ShutdownTimeout: f.shutdownTimeout,
 		ProbeInterval:   f.probeInterval,
 		Layouts:         f.layouts,
+		LeaseRetryMax:   f.leaseRetryMax,
 	}
 }
 

@@ -14,6 +14,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/cqlseq/cqlseq/elections"
+	"github.com/cqlseq/cqlseq/storage/boltdb"
+	"github.com/cqlseq/cqlseq/timeshard"
 )
 
 // freeAddr returns a loopback address with a port free a moment ago.
@@ -151,6 +155,7 @@ func TestServeBadFlags(t *testing.T) {
 		{"serve", "--listen", "nope"},
 		{"serve", "--lease", "1500ms"},
 		{"serve", "--shutdown-timeout", "0s"},
+		{"serve", "--lease-retry-max", "-1s"},
 		{"serve", "--max-body", "0"},
 		{"serve", "--dir", "x", "--hosts", "h"},
 		{"serve", "--layout", "63"},
@@ -205,4 +210,47 @@ func TestServeLeafPresetAndListener(t *testing.T) {
 	r = runCLI(t, "serve", "--dir", dir, "--listen", freeAddr(t))
 	assert.Equal(t, ExitFailure, r.code, r.stderr)
 	assert.Contains(t, r.stderr, "layout change refused")
+}
+
+// TestServeStartsWithoutAFreeNodeID (issue 52, defect 8): 33 instances
+// SIGKILLed on one --dir within the lease TTL leave every node ID of the
+// 53-bit layout leased. The next serve starts anyway: sequences and the
+// 63-bit layout are served, the 53-bit layout is answered 503
+// no_node_lease, and /readyz is 200 "degraded" naming it.
+func TestServeStartsWithoutAFreeNodeID(t *testing.T) {
+	dir := t.TempDir()
+	st, err := boltdb.Open(filepath.Join(dir, boltFileName), boltdb.Options{NoSync: true})
+	require.NoError(t, err)
+	// Leases as crashed holders leave them: taken, never released.
+	ls, err := elections.NewTTLStorageKeyed(st, func(n uint32) []byte { return timeshard.NodePKey("cqlseq/53", n) })
+	require.NoError(t, err)
+	el, err := elections.New(ls, elections.Options{})
+	require.NoError(t, err)
+	for n := range timeshard.JS53Layout().Nodes() {
+		_, err := el.Acquire(context.Background(), n, []byte("killed"), time.Minute)
+		require.NoError(t, err)
+		el.Abandon(n)
+	}
+	el.Cleanup()
+	require.NoError(t, st.Close())
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	stop := startServe(t, addr, "--dir", dir)
+	code, body := call(t, "POST", base+"/v1/sequences", "", `{"name":"orders"}`)
+	require.Equal(t, 201, code, body)
+	code, body = call(t, "POST", base+"/v1/sequences/orders/next", "", "")
+	assert.Equal(t, 200, code, body)
+	code, body = call(t, "POST", base+"/v1/timeshard/63/next", "", "")
+	assert.Equal(t, 200, code, body)
+	code, body = call(t, "POST", base+"/v1/timeshard/53/next", "", "")
+	assert.Equal(t, 503, code, body)
+	assert.Contains(t, body, `"code":"no_node_lease"`)
+	code, body = call(t, "GET", base+"/readyz", "", "")
+	assert.Equal(t, 200, code, body)
+	assert.Contains(t, body, `"status":"degraded"`)
+	assert.Contains(t, body, `"waiting_layouts":["53"]`)
+	r := stop()
+	assert.Equal(t, ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "no free node ID")
 }

@@ -335,9 +335,15 @@ func (s *svcCampaign) waitReady(ctx context.Context, in *svcInstance) error {
 		}
 		resp, err := cl.Get(in.base() + "/readyz")
 		if err == nil {
+			// "ready", not "degraded" (200 too, while a layout waits for
+			// a node ID): the campaign wants every layout's node.
+			var b struct {
+				Status string `json:"status"`
+			}
+			derr := json.NewDecoder(resp.Body).Decode(&b)
 			_, _ = io.Copy(io.Discard, resp.Body)
 			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && derr == nil && b.Status == "ready" {
 				return nil
 			}
 		}
