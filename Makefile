@@ -33,6 +33,9 @@
 #                           CQLSEQ_CQL_HOSTS or a launcher node it starts and stops;
 #                           RECOVERY_NODES=3: a 3-node cluster at RF 3, RECOVERY_PAUSE=1:
 #                           node 2 SIGSTOPped 5 s during each timed replay
+#   make sizing             issue 50: bytes on disk per event, workspace and partition in
+#                           each mode (scripts/sizing.sh) on a launcher node it starts
+#                           and stops (about 10 minutes); docs/operations.md, Sizing
 #   make crash-bbolt        SIGKILL cqlseq bench on a bbolt file 100 times, verify after each
 #   make cassandra-up/down  a Cassandra for manual work (state in .cache/)
 #   make cluster-up NODES=3 a cluster on 127.0.0.1..NODES (prints the hosts);
@@ -76,7 +79,7 @@ SIM_SEED     ?= 2001
 VERSION      ?= $(shell git describe --tags --exact-match 2>/dev/null)
 LDFLAGS      := -X github.com/cqlseq/cqlseq/cmd/cqlseq/internal/cli.version=$(VERSION)
 
-.PHONY: release simulate help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
+.PHONY: sizing release simulate help figures image check-containers bench-latency bench-recovery test-netcluster all build test test-unit test-integration test-cluster torture torture-short gray-check lint check-ops cassandra-up cassandra-down cluster-up cluster-down cqlsh cqlsh-venv demo bench bench-bbolt bench-cql crash-bbolt bench-global alloc-bbolt alloc-cql bench-service proto clean
 
 all: build
 
@@ -364,6 +367,9 @@ bench-bbolt:
 # crash-bbolt SIGKILLs cqlseq bench on a bbolt file 100 times at random
 # instants (every mode, 4 partitions x 16 clients, fsync on) and runs
 # cqlseq verify after each kill; make test runs 8 kills.
+sizing: build cqlsh-venv
+	STATE=$(CACHE)/sizing.state.json OUT=$(CACHE)/sizing NODE_HEAP=$(NODE_HEAP) scripts/sizing.sh
+
 crash-bbolt:
 	CQLSEQ_CRASH_KILLS=100 $(GO) test -count=1 -run '^TestCrashBBolt$$' -v -timeout 30m ./cmd/cqlseq/
 
