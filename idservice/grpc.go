@@ -98,6 +98,7 @@ var grpcCodes = map[Code]connect.Code{
 	CodeMethodNotAllowed:   connect.CodeUnimplemented,
 	CodeDefinitionMismatch: connect.CodeAlreadyExists,
 	CodeExhausted:          connect.CodeResourceExhausted,
+	CodeRetired:            connect.CodeFailedPrecondition,
 	CodeBodyTooLarge:       connect.CodeResourceExhausted,
 	CodeUnavailable:        connect.CodeUnavailable,
 	CodeNoNodeLease:        connect.CodeUnavailable,

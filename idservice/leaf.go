@@ -109,7 +109,7 @@ func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError, page b
 	}
 	id := leafOtherFailed
 	switch ae.code {
-	case CodeUnknownSequence, CodeInvalidName:
+	case CodeUnknownSequence, CodeInvalidName, CodeRetired:
 		id = leafUnknownKey
 	case CodeUnavailable, CodeExhausted, CodeNoNodeLease, CodeClock, CodeShuttingDown:
 		id = leafNoSegment
