@@ -159,7 +159,6 @@ func (s *Service) check(ctx context.Context) {
 			s.log.Warn("idservice: store unreachable", "err", err)
 		}
 	}
-	s.refreshRetired(ctx)
 	for _, name := range layoutNames {
 		slot := s.layouts[name]
 		cur := slot.cur.Load()
@@ -178,6 +177,7 @@ func (s *Service) check(ctx context.Context) {
 			s.log.Warn("idservice: taking a node lease failed", "layout", name, "err", err)
 		}
 	}
+	s.refreshRetired(ctx) // last: the leases come first
 }
 
 // wake asks keep to check now.
