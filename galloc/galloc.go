@@ -317,6 +317,9 @@ func (s *Sequence) switchChunk(ctx context.Context, c *span) error {
 		case s.closed.Load():
 			s.mu.Unlock()
 			return ErrClosed
+		case s.retired.Load(): // no chunk is installed once retired
+			s.mu.Unlock()
+			return s.retiredErr()
 		case s.cur.Load() != c:
 			s.mu.Unlock()
 			return nil
@@ -325,9 +328,6 @@ func (s *Sequence) switchChunk(ctx context.Context, c *span) error {
 			s.mu.Unlock()
 			s.wake()
 			return nil
-		case s.retired.Load():
-			s.mu.Unlock()
-			return s.retiredErr()
 		case s.mu.final != nil:
 			err := s.mu.final
 			s.mu.Unlock()
@@ -429,7 +429,7 @@ func (s *Sequence) needsChunk() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.reserved.Count > 0 || s.mu.final != nil {
+	if s.mu.reserved.Count > 0 || s.mu.final != nil || s.retired.Load() {
 		return false
 	}
 	c := s.cur.Load()

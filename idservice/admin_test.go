@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -92,6 +93,8 @@ func TestAlterSequence(t *testing.T) {
 	s := start(t, testOptions(nil), nil)
 	s.create(t, `{"name":"alt","chunk_size":10}`)
 	got := s.ids(t, "/v1/sequences/alt/next?count=10")
+	require.Eventually(t, func() bool { return s.view(t, "GET", "/v1/sequences/alt", nil, 200).Allocated == 20 },
+		5*time.Second, 5*time.Millisecond, "the reserved chunk is fetched past the prefetch point")
 	v := s.view(t, "PATCH", "/v1/sequences/alt", []byte(`{"chunk_size":100,"adaptive":true}`), 200)
 	assert.Equal(t, int64(100), v.ChunkSize)
 	assert.True(t, v.Adaptive)
@@ -275,4 +278,38 @@ func TestAlterRetireRaceUnique(t *testing.T) {
 			t.Logf("%s: %d values, %d chunks", kind, len(all), rec.Allocations)
 		})
 	}
+}
+
+// TestAdaptiveSequenceHTTP: an adaptive sequence's chunks double while
+// each lasts under 15 minutes and halve after 30 (the service's galloc
+// clock injected); GET and /cache show the instance's current step.
+func TestAdaptiveSequenceHTTP(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	o := testOptions(nil)
+	o.Galloc.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	o.Galloc.NoPrefetch = true
+	s := start(t, o, nil)
+	v := s.view(t, "POST", "/v1/sequences", []byte(`{"name":"ad","chunk_size":10,"adaptive":true}`), 201)
+	assert.True(t, v.Adaptive)
+	var steps []int64
+	next := int64(1)
+	for _, gap := range []time.Duration{time.Minute, time.Minute, 40 * time.Minute, time.Minute} {
+		ids := s.ids(t, "/v1/sequences/ad/next")
+		require.Equal(t, []int64{next}, ids)
+		g := s.view(t, "GET", "/v1/sequences/ad", nil, 200)
+		require.NotNil(t, g.Instance)
+		steps = append(steps, g.Instance.ChunkSize)
+		rest := g.Instance.Held
+		require.Greater(t, rest, uint64(1))
+		got := s.ids(t, fmt.Sprintf("/v1/sequences/ad/next?count=%d", rest-1))
+		require.Equal(t, next+1, got[0])
+		now.Add(int64(gap)) // before the chunk is used up: no allocation can come sooner
+		got = s.ids(t, "/v1/sequences/ad/next")
+		require.Equal(t, next+int64(rest), got[0])
+		next += 1 + int64(rest)
+	}
+	assert.Equal(t, []int64{10, 20, 40, 20}, steps)
+	r := s.do(t, "GET", "/cache", nil)
+	assert.Contains(t, r.body, `"currentStep":20`)
 }
