@@ -246,6 +246,10 @@ func TestList(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "b", "c", "d", "e"}, got)
 	assert.Equal(t, []string{"c"}, retired)
+	row, ok, err := st.Get(ctx, galloc.CatalogPKey(), []byte("c"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "01", hex.EncodeToString(row), "the catalog row's persisted value")
 	for _, lim := range []int{0, galloc.MaxListLimit + 1} {
 		_, _, err := galloc.List(ctx, st, "", lim)
 		assert.ErrorIs(t, err, storage.ErrInvalidArgument)
