@@ -29,6 +29,10 @@ var (
 	// ErrExhausted: every value of the sequence has been allocated.
 	ErrExhausted = errors.New("galloc: sequence exhausted")
 
+	// ErrRetired: the sequence was retired (Alter with Change.Retire): it
+	// hands out no more values, and its name cannot be created again.
+	ErrRetired = errors.New("galloc: sequence retired")
+
 	// ErrContention: a chunk allocation lost its compare-and-swap
 	// Options.MaxAttempts times in a row.
 	ErrContention = errors.New("galloc: chunk allocation lost every attempt to concurrent allocations")

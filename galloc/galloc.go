@@ -91,6 +91,12 @@ type Stats struct {
 	// handed out (current and reserved chunk): what a crash now would
 	// waste.
 	Held uint64
+	// ChunkSize is the number of values of the last chunk this process
+	// allocated (0: none yet): the record's chunk size, or for an
+	// adaptive sequence its current step (AdaptiveChunkSize).
+	ChunkSize int64
+	// Retired: the sequence was seen retired; Next fails with ErrRetired.
+	Retired bool
 }
 
 // Sequence hands out the values of one galloc sequence in this process.
@@ -103,8 +109,15 @@ type Sequence struct {
 	o           Options
 	def         Record
 
-	cur    atomic.Pointer[span]
-	closed atomic.Bool
+	cur     atomic.Pointer[span]
+	closed  atomic.Bool
+	retired atomic.Bool // seen retired: Next and NextN fail with ErrRetired
+
+	// lastSize is the number of values of the last chunk allocated (0:
+	// none yet); lastFetch its time by Options.Now. Only run writes them
+	// after Open.
+	lastSize  atomic.Int64
+	lastFetch time.Time
 
 	kick   chan struct{} // wakes run; capacity 1
 	ctx    context.Context
@@ -124,16 +137,22 @@ type Sequence struct {
 		changed    chan struct{} // closed and replaced when the state below changes
 		fetchErr   error         // the last failed allocation's error
 		errGen     uint64        // incremented with every failed allocation
-		exhausted  bool
-		issuedDone uint64 // values handed out from chunks before the current
+		final      error         // ErrExhausted or ErrRetired: no chunk will come
+		issuedDone uint64        // values handed out from chunks before the current
 		chunks     []Chunk
 	}
 }
 
 // Open opens (creating it if needed) the sequence name in st and starts
 // its background allocation, which fetches the first chunk at once. A
-// stored definition that differs from o's is ErrDefinitionMismatch. st is
-// not closed by Close.
+// stored definition that differs from o's is ErrDefinitionMismatch: its
+// type, start or step, and its chunk size unless o.StoredChunkSize. It
+// registers the name in the catalog (List). A retired sequence opens, and
+// its Next fails with ErrRetired. st is not closed by Close.
+//
+// The chunk size and the adaptive flag are the stored record's (Alter
+// changes them): every allocation reads them from the record it replaces,
+// so an Alter takes effect at each process's next allocation.
 func Open(ctx context.Context, st storage.Storage, name string, o Options) (*Sequence, error) {
 	o.EnsureDefaults()
 	errs := []error{o.Validate(), validName(name)}
@@ -144,7 +163,10 @@ func Open(ctx context.Context, st storage.Storage, name string, o Options) (*Seq
 		return nil, err
 	}
 	s := &Sequence{st: st, name: name, pKey: PKey(name), cCols: StateCCols(), o: o, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	s.def = Record{Type: o.Type, ChunkSize: o.ChunkSize, Start: o.Start, Step: o.Step}
+	s.def = Record{Type: o.Type, ChunkSize: o.ChunkSize, Start: o.Start, Step: o.Step, Adaptive: o.Adaptive}
+	if err := register(ctx, st, name); err != nil {
+		return nil, err
+	}
 	raw, err := s.create(ctx)
 	if err != nil {
 		return nil, err
@@ -178,7 +200,7 @@ func (s *Sequence) create(ctx context.Context) ([]byte, error) {
 		}
 		got, found, rerr := s.st.Get(ctx, s.pKey, s.cCols)
 		if rerr == nil && found {
-			if err := s.checkDefinition(got); err != nil {
+			if err := s.checkDefinition(got, !s.o.StoredChunkSize); err != nil {
 				return nil, err
 			}
 			return got, nil
@@ -194,13 +216,15 @@ func (s *Sequence) create(ctx context.Context) ([]byte, error) {
 	}
 }
 
-// checkDefinition decodes raw and compares its definition with s's.
-func (s *Sequence) checkDefinition(raw []byte) error {
+// checkDefinition decodes raw and compares its definition with s's: the
+// type, start and step, which no Alter changes, and the chunk size when
+// chunk is set (Open's check).
+func (s *Sequence) checkDefinition(raw []byte, chunk bool) error {
 	var r Record
 	if err := r.UnmarshalBinary(raw); err != nil {
 		return fmt.Errorf("galloc: sequence %q: %w", s.name, err)
 	}
-	if r.Type != s.def.Type || r.ChunkSize != s.def.ChunkSize || r.Start != s.def.Start || r.Step != s.def.Step {
+	if r.Type != s.def.Type || chunk && r.ChunkSize != s.def.ChunkSize || r.Start != s.def.Start || r.Step != s.def.Step {
 		return fmt.Errorf("%w: sequence %q is stored as %v chunk %d start %d step %d, opened as %v chunk %d start %d step %d",
 			ErrDefinitionMismatch, s.name, r.Type, r.ChunkSize, r.Start, r.Step, s.def.Type, s.def.ChunkSize, s.def.Start, s.def.Step)
 	}
@@ -210,17 +234,24 @@ func (s *Sequence) checkDefinition(raw []byte) error {
 // Name returns the sequence's name.
 func (s *Sequence) Name() string { return s.name }
 
-// Definition returns the sequence's type, chunk size, start and step.
+// Definition returns the sequence's type, start and step (which never
+// change) and the chunk size and adaptive flag it was opened with (an
+// Alter may have changed them since: ReadRecord has the stored ones).
 func (s *Sequence) Definition() Record { return s.def }
 
 // Next returns the sequence's next value in this process. It waits only
 // when the current and the reserved chunk are both used up, for the
 // allocation in flight. It fails with ErrExhausted once every value has been
-// allocated, with ErrClosed after Close, with ctx's error when ctx ends
-// while it waits, or with the error of the allocation it waited for.
+// allocated, with ErrRetired once the sequence is seen retired (by an
+// allocation, MarkRetired or Refresh), with ErrClosed after Close, with
+// ctx's error when ctx ends while it waits, or with the error of the
+// allocation it waited for.
 func (s *Sequence) Next(ctx context.Context) (int64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
+	}
+	if s.retired.Load() {
+		return 0, s.retiredErr()
 	}
 	for {
 		c := s.cur.Load()
@@ -250,6 +281,9 @@ func (s *Sequence) NextN(ctx context.Context, n int) ([]Run, error) {
 	}
 	if s.closed.Load() {
 		return nil, ErrClosed
+	}
+	if s.retired.Load() {
+		return nil, s.retiredErr()
 	}
 	var runs []Run
 	for need := uint64(n); need > 0; {
@@ -283,6 +317,9 @@ func (s *Sequence) switchChunk(ctx context.Context, c *span) error {
 		case s.closed.Load():
 			s.mu.Unlock()
 			return ErrClosed
+		case s.retired.Load(): // no chunk is installed once retired
+			s.mu.Unlock()
+			return s.retiredErr()
 		case s.cur.Load() != c:
 			s.mu.Unlock()
 			return nil
@@ -291,9 +328,10 @@ func (s *Sequence) switchChunk(ctx context.Context, c *span) error {
 			s.mu.Unlock()
 			s.wake()
 			return nil
-		case s.mu.exhausted:
+		case s.mu.final != nil:
+			err := s.mu.final
 			s.mu.Unlock()
-			return fmt.Errorf("%w: sequence %q", ErrExhausted, s.name)
+			return err
 		case s.mu.errGen != gen:
 			err := s.mu.fetchErr
 			s.mu.Unlock()
@@ -358,7 +396,12 @@ func (s *Sequence) run() {
 			if err != nil {
 				s.mu.fetchErr = err
 				s.mu.errGen++
-				s.mu.exhausted = errors.Is(err, ErrExhausted)
+				if errors.Is(err, ErrExhausted) || errors.Is(err, ErrRetired) {
+					s.mu.final = err
+				}
+				if errors.Is(err, ErrRetired) {
+					s.retired.Store(true)
+				}
 			} else {
 				s.fetches.Add(1) // under mu: Stats sees it with the chunk
 				s.mu.reservedLo = lo
@@ -368,7 +411,7 @@ func (s *Sequence) run() {
 			s.broadcastLocked()
 			s.mu.Unlock()
 			if err != nil {
-				if s.ctx.Err() == nil && !errors.Is(err, ErrExhausted) {
+				if s.ctx.Err() == nil && s.mu.final == nil {
 					s.o.Logger.Warn("galloc: chunk allocation failed", "sequence", s.name, "err", err)
 				}
 				break
@@ -386,7 +429,7 @@ func (s *Sequence) needsChunk() bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mu.reserved.Count > 0 || s.mu.exhausted {
+	if s.mu.reserved.Count > 0 || s.mu.final != nil || s.retired.Load() {
 		return false
 	}
 	c := s.cur.Load()
@@ -419,18 +462,26 @@ func (s *Sequence) allocate(ctx context.Context) (lo, hi uint64, err error) {
 			}
 		}
 		if raw != nil {
-			if err := s.checkDefinition(raw); err != nil {
+			if err := s.checkDefinition(raw, false); err != nil {
 				return 0, 0, err
 			}
 			var cur Record
 			_ = cur.UnmarshalBinary(raw) // checked above
+			if cur.Retired {
+				return 0, 0, s.retiredErr()
+			}
 			if cur.Exhausted() {
 				return 0, 0, fmt.Errorf("%w: sequence %q", ErrExhausted, s.name)
 			}
+			now := s.o.Now()
+			size := uint64(cur.ChunkSize)
+			if cur.Adaptive {
+				size = uint64(AdaptiveChunkSize(cur.ChunkSize, s.lastSize.Load(), s.lastFetch, now))
+			}
 			next := cur
-			next.Allocated += min(uint64(s.def.ChunkSize), cur.Capacity()-cur.Allocated)
+			next.Allocated += min(size, cur.Capacity()-cur.Allocated)
 			next.Allocations++
-			next.LastAlloc = s.o.Now()
+			next.LastAlloc = now
 			next.Nonce = rand.Uint64()
 			next.Process = s.o.Process
 			newRaw, err := next.MarshalBinary()
@@ -456,6 +507,8 @@ func (s *Sequence) allocate(ctx context.Context) (lo, hi uint64, err error) {
 			switch {
 			case err == nil && ok:
 				s.raw = newRaw
+				s.lastSize.Store(int64(next.Allocated - cur.Allocated))
+				s.lastFetch = now
 				return cur.Allocated, next.Allocated, nil
 			case err == nil:
 				s.conflicts.Add(1)
@@ -511,6 +564,8 @@ func (s *Sequence) Stats() Stats {
 		Waits:           s.waits.Load(),
 		Issued:          s.mu.issuedDone + used,
 		Held:            c.hi - c.lo - used + s.mu.reserved.Count,
+		ChunkSize:       s.lastSize.Load(),
+		Retired:         s.retired.Load(),
 	}
 }
 

@@ -108,6 +108,16 @@ type Options struct {
 	// Default 1; it must be positive.
 	Step int64
 
+	// Adaptive turns on Leaf's dynamic step for a sequence Open creates
+	// (AdaptiveChunkSize): it is stored with the sequence, and Alter
+	// changes it; Open does not compare it with a stored sequence's.
+	Adaptive bool
+	// StoredChunkSize makes Open take the stored sequence's chunk size
+	// instead of comparing it with ChunkSize (which then only matters when
+	// Open creates the sequence): for a process that follows Alter, as the
+	// ID service does.
+	StoredChunkSize bool
+
 	// PrefetchAt is the fraction of the current chunk handed out after
 	// which the reserved chunk is fetched in the background, in (0, 1].
 	// Default 0.5.

@@ -15,8 +15,24 @@ const PKeyPrefixGalloc uint32 = 16
 // MaxNameLen is the longest sequence name, in bytes.
 const MaxNameLen = 200
 
-// recordVersion is the first byte of every allocation record.
-const recordVersion = 1
+// recordVersion is the first byte of an allocation record without flags;
+// recordVersionFlags that of one with flags (retired, adaptive): version 1
+// and a trailing flags byte. A record is written as version 1 whenever its
+// flags are all clear, so that a sequence never altered stays readable by
+// releases that know only version 1; those read a version 2 record as
+// ErrCorrupt and hand out nothing from it.
+const (
+	recordVersion      = 1
+	recordVersionFlags = 2
+)
+
+// Record flags (the trailing byte of a version 2 record). Persisted: never
+// change them.
+const (
+	flagRetired  = 1 << 0
+	flagAdaptive = 1 << 1
+	knownFlags   = flagRetired | flagAdaptive
+)
 
 // recordFixedLen is the size of a record without its process name.
 const recordFixedLen = 1 + 1 + 8*7 + 2
@@ -50,6 +66,11 @@ func validName(name string) error {
 //	u64 allocated (values allocated so far) ‖ u64 allocations ‖
 //	i64 last allocation (Unix µs, 0: none) ‖ u64 nonce ‖
 //	u16 len(process) ‖ process (UTF-8)
+//
+// Version 2 (written only when a flag is set) is version 1's layout with
+// the first byte 2 and one more byte at the end:
+//
+//	‖ u8 flags (bit 0: retired, bit 1: adaptive; the others 0)
 type Record struct {
 	Type      Type
 	ChunkSize int64
@@ -69,6 +90,24 @@ type Record struct {
 	// Process is the process that made the last allocation (or created the
 	// sequence).
 	Process string
+	// Retired: the sequence hands out no more chunks (Alter with
+	// Change.Retire). It never clears: the values allocated before stay
+	// allocated, so no value can repeat.
+	Retired bool
+	// Adaptive: each process sizes its chunks as Leaf's dynamic step does
+	// (see AdaptiveChunkSize); ChunkSize is then the smallest chunk.
+	Adaptive bool
+}
+
+func (r Record) flags() byte {
+	var f byte
+	if r.Retired {
+		f |= flagRetired
+	}
+	if r.Adaptive {
+		f |= flagAdaptive
+	}
+	return f
 }
 
 // AllocatedUpTo returns the first value not yet allocated (the sequence's
@@ -97,8 +136,12 @@ func (r Record) MarshalBinary() ([]byte, error) {
 	if len(r.Process) > maxProcessLen {
 		return nil, fmt.Errorf("galloc: process name of %d bytes, at most %d", len(r.Process), maxProcessLen)
 	}
-	b := make([]byte, 0, recordFixedLen+len(r.Process))
-	b = append(b, recordVersion, byte(r.Type))
+	b := make([]byte, 0, recordFixedLen+len(r.Process)+1)
+	version := byte(recordVersion)
+	if r.flags() != 0 {
+		version = recordVersionFlags
+	}
+	b = append(b, version, byte(r.Type))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.ChunkSize))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Start))
 	b = binary.BigEndian.AppendUint64(b, uint64(r.Step))
@@ -111,7 +154,11 @@ func (r Record) MarshalBinary() ([]byte, error) {
 	b = binary.BigEndian.AppendUint64(b, uint64(last))
 	b = binary.BigEndian.AppendUint64(b, r.Nonce)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(r.Process)))
-	return append(b, r.Process...), nil
+	b = append(b, r.Process...)
+	if version == recordVersionFlags {
+		b = append(b, r.flags())
+	}
+	return b, nil
 }
 
 // UnmarshalBinary decodes a persisted record; a malformed one is
@@ -120,8 +167,8 @@ func (r *Record) UnmarshalBinary(b []byte) error {
 	if len(b) < recordFixedLen {
 		return fmt.Errorf("%w: %d bytes, want at least %d", ErrCorrupt, len(b), recordFixedLen)
 	}
-	if b[0] != recordVersion {
-		return fmt.Errorf("%w: version %d, want %d", ErrCorrupt, b[0], recordVersion)
+	if b[0] != recordVersion && b[0] != recordVersionFlags {
+		return fmt.Errorf("%w: version %d, want %d or %d", ErrCorrupt, b[0], recordVersion, recordVersionFlags)
 	}
 	u := func(i int) uint64 { return binary.BigEndian.Uint64(b[2+8*i:]) }
 	n := Record{
@@ -137,10 +184,21 @@ func (r *Record) UnmarshalBinary(b []byte) error {
 		n.LastAlloc = time.UnixMicro(last).UTC()
 	}
 	pl := int(binary.BigEndian.Uint16(b[recordFixedLen-2:]))
-	if len(b) != recordFixedLen+pl {
-		return fmt.Errorf("%w: %d bytes, want %d for a process name of %d", ErrCorrupt, len(b), recordFixedLen+pl, pl)
+	extra := 0
+	if b[0] == recordVersionFlags {
+		extra = 1
 	}
-	n.Process = string(b[recordFixedLen:])
+	if len(b) != recordFixedLen+pl+extra {
+		return fmt.Errorf("%w: %d bytes, want %d for a process name of %d (version %d)", ErrCorrupt, len(b), recordFixedLen+pl+extra, pl, b[0])
+	}
+	n.Process = string(b[recordFixedLen : recordFixedLen+pl])
+	if extra == 1 {
+		f := b[len(b)-1]
+		if f == 0 || f&^knownFlags != 0 {
+			return fmt.Errorf("%w: flags %#x", ErrCorrupt, f)
+		}
+		n.Retired, n.Adaptive = f&flagRetired != 0, f&flagAdaptive != 0
+	}
 	switch {
 	case !n.Type.valid():
 		return fmt.Errorf("%w: %v", ErrCorrupt, n.Type)

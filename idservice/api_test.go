@@ -83,7 +83,21 @@ func TestBadInputCostsNothing(t *testing.T) {
 		{"POST", "/v1/sequences", `{"name":"x","step":-1}`, 400, "invalid_definition"},
 		{"POST", "/v1/sequences", `{"name":"x","type":"smallint","start":40000}`, 400, "invalid_definition"},
 		{"GET", "/v1/sequences/orders/next", "", 405, "method_not_allowed"},
-		{"DELETE", "/v1/sequences/orders", "", 405, "method_not_allowed"},
+		{"PUT", "/v1/sequences/orders", "", 405, "method_not_allowed"},
+		{"DELETE", "/v1/sequences", "", 405, "method_not_allowed"},
+		{"PATCH", "/v1/sequences/orders", `{"start":5}`, 400, "invalid_definition"},
+		{"PATCH", "/v1/sequences/orders", `{"chunk_size":0}`, 400, "invalid_definition"},
+		{"PATCH", "/v1/sequences/orders", `{}`, 400, "invalid_definition"},
+		{"PATCH", "/v1/sequences/orders", `{"chunk":5}`, 400, "bad_request"},
+		{"PATCH", "/v1/sequences/orders", `{"adaptive":"yes"}`, 400, "bad_request"},
+		{"PATCH", "/v1/sequences/or%20ders", `{"chunk_size":5}`, 400, "invalid_name"},
+		{"DELETE", "/v1/sequences/or%20ders", "", 400, "invalid_name"},
+		{"DELETE", "/v1/sequences/orders", "{}", 400, "bad_request"},
+		{"GET", "/v1/sequences?limit=0", "", 400, "bad_request"},
+		{"GET", "/v1/sequences?limit=101", "", 400, "bad_request"},
+		{"GET", "/v1/sequences?limit=1&limit=2", "", 400, "bad_request"},
+		{"GET", "/v1/sequences?page=2", "", 400, "bad_request"},
+		{"GET", "/v1/sequences?after=a%20b", "", 400, "invalid_name"},
 		{"GET", "/v2/nothing", "", 404, "not_found"},
 		{"GET", "/v1/sequences/", "", 404, "not_found"},
 	} {
@@ -139,7 +153,7 @@ func TestCreateAndDescribe(t *testing.T) {
 	def := `{"name":"inv","type":"integer","start":100,"step":10,"chunk_size":5}`
 	r := s.do(t, "POST", "/v1/sequences", []byte(def))
 	require.Equal(t, 201, r.status, r.body)
-	assert.JSONEq(t, `{"name":"inv","type":"integer","start":100,"step":10,"chunk_size":5,"max_value":2147483647,"capacity":214748355}`, r.body)
+	assert.JSONEq(t, `{"name":"inv","type":"integer","start":100,"step":10,"chunk_size":5,"max_value":2147483647,"capacity":214748355,"adaptive":false,"retired":false}`, r.body)
 	r = s.do(t, "POST", "/v1/sequences", []byte(def))
 	assert.Equal(t, 200, r.status, "the same definition again: %s", r.body)
 	r = s.do(t, "POST", "/v1/sequences", []byte(`{"name":"inv","type":"integer","start":100,"step":10,"chunk_size":6}`))
@@ -165,7 +179,7 @@ func TestCreateAndDescribe(t *testing.T) {
 
 	def0 := s.do(t, "POST", "/v1/sequences", []byte(`{"name":"defaults"}`))
 	require.Equal(t, 201, def0.status, def0.body)
-	assert.JSONEq(t, `{"name":"defaults","type":"bigint","start":1,"step":1,"chunk_size":1000000000,"max_value":9223372036854775807,"capacity":9223372036854775807}`, def0.body)
+	assert.JSONEq(t, `{"name":"defaults","type":"bigint","start":1,"step":1,"chunk_size":1000000000,"max_value":9223372036854775807,"capacity":9223372036854775807,"adaptive":false,"retired":false}`, def0.body)
 }
 
 // TestExhaustedNeverWraps: a smallint sequence near its end hands out its
@@ -469,7 +483,7 @@ func TestCreateRefusesZeroStepAndChunk(t *testing.T) {
 
 	r := s.do(t, "POST", "/v1/sequences", []byte(`{"name":"z","step":null,"chunk_size":null}`))
 	require.Equal(t, 201, r.status, r.body)
-	assert.JSONEq(t, `{"name":"z","type":"bigint","start":1,"step":1,"chunk_size":1000000000,"max_value":9223372036854775807,"capacity":9223372036854775807}`, r.body, "null: the defaults")
+	assert.JSONEq(t, `{"name":"z","type":"bigint","start":1,"step":1,"chunk_size":1000000000,"max_value":9223372036854775807,"capacity":9223372036854775807,"adaptive":false,"retired":false}`, r.body, "null: the defaults")
 
 	c := grpcClient(t, s, nil)
 	cr, err := c.CreateSequence(t.Context(), req(&v1.CreateSequenceRequest{Name: "g", Step: 0, ChunkSize: 0}, ""))

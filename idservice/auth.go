@@ -20,9 +20,10 @@ const (
 	// /metrics).
 	ScopeNone Scope = iota
 	// ScopeIssue: take IDs, read a sequence's definition and state, list
-	// the layouts, decompose an ID.
+	// the sequences and the layouts, decompose an ID.
 	ScopeIssue
-	// ScopeAdmin: everything ScopeIssue may, and create sequences.
+	// ScopeAdmin: everything ScopeIssue may, and create, alter and retire
+	// sequences.
 	ScopeAdmin
 )
 

@@ -46,6 +46,7 @@ const (
 	CodeMethodNotAllowed   Code = "method_not_allowed"  // 405
 	CodeDefinitionMismatch Code = "definition_mismatch" // 409: the sequence exists with another definition
 	CodeExhausted          Code = "sequence_exhausted"  // 409: every value of the sequence's type is allocated
+	CodeRetired            Code = "sequence_retired"    // 410: the sequence was retired (next, alter, create of its name)
 	CodeBodyTooLarge       Code = "body_too_large"      // 413
 	CodeUnavailable        Code = "unavailable"         // 503: the store is unreachable or slow; retry
 	CodeNoNodeLease        Code = "no_node_lease"       // 503: the timeshard node lease is not held; retry
@@ -79,6 +80,8 @@ func classify(err error) *apiError {
 		return ae
 	case errors.Is(err, ErrUnknownSequence):
 		return newError(http.StatusNotFound, CodeUnknownSequence, "%v", err)
+	case errors.Is(err, galloc.ErrRetired):
+		return newError(http.StatusGone, CodeRetired, "%v", err)
 	case errors.Is(err, galloc.ErrExhausted):
 		return newError(http.StatusConflict, CodeExhausted, "%v: every value of its type is allocated", err)
 	case errors.Is(err, galloc.ErrDefinitionMismatch):

@@ -98,6 +98,7 @@ var grpcCodes = map[Code]connect.Code{
 	CodeMethodNotAllowed:   connect.CodeUnimplemented,
 	CodeDefinitionMismatch: connect.CodeAlreadyExists,
 	CodeExhausted:          connect.CodeResourceExhausted,
+	CodeRetired:            connect.CodeFailedPrecondition,
 	CodeBodyTooLarge:       connect.CodeResourceExhausted,
 	CodeUnavailable:        connect.CodeUnavailable,
 	CodeNoNodeLease:        connect.CodeUnavailable,
@@ -175,7 +176,8 @@ func given(v int64) *int64 {
 // the defaults (given), unlike the HTTP body's explicit 0.
 func (a grpcAPI) CreateSequence(ctx context.Context, req *connect.Request[v1.CreateSequenceRequest]) (*connect.Response[v1.CreateSequenceResponse], error) {
 	return unary(ctx, a.s, grpcRouteCreate, ScopeAdmin, req, func(ctx context.Context, m *v1.CreateSequenceRequest) (*v1.CreateSequenceResponse, error) {
-		c := createRequest{Name: m.GetName(), Type: m.GetType(), Start: m.Start, Step: given(m.GetStep()), ChunkSize: given(m.GetChunkSize())}
+		c := createRequest{Name: m.GetName(), Type: m.GetType(), Start: m.Start, Step: given(m.GetStep()), ChunkSize: given(m.GetChunkSize()),
+			Adaptive: m.GetAdaptive()}
 		d, err := c.definition()
 		if err != nil {
 			return nil, err
@@ -285,12 +287,13 @@ func (a grpcAPI) NextUUIDs(ctx context.Context, req *connect.Request[v1.NextUUID
 // sequenceMessage is v as the API's Sequence message.
 func sequenceMessage(v sequenceView) *v1.Sequence {
 	m := &v1.Sequence{Name: v.Name, Type: v.Type, Start: v.Start, Step: v.Step, ChunkSize: v.ChunkSize, MaxValue: v.MaxValue,
-		Capacity: v.Capacity, Allocated: v.Allocated, Allocations: v.Allocations, NextChunkFirst: v.NextChunk, Exhausted: v.Exhausted}
+		Capacity: v.Capacity, Allocated: v.Allocated, Allocations: v.Allocations, NextChunkFirst: v.NextChunk, Exhausted: v.Exhausted,
+		Adaptive: v.Adaptive, Retired: v.Retired}
 	if v.LastAlloc != nil {
 		m.LastAlloc = timestamppb.New(*v.LastAlloc)
 	}
 	if i := v.Instance; i != nil {
-		m.Instance = &v1.InstanceStats{ChunkFetches: i.Fetches, Waits: i.Waits, Issued: i.Issued, Held: i.Held}
+		m.Instance = &v1.InstanceStats{ChunkFetches: i.Fetches, Waits: i.Waits, Issued: i.Issued, Held: i.Held, ChunkSize: i.ChunkSize}
 	}
 	return m
 }

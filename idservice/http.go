@@ -44,7 +44,10 @@ type route struct {
 func (s *Service) routes() []route {
 	return []route{
 		{name: "sequence_create", method: http.MethodPost, pattern: "/v1/sequences", scope: ScopeAdmin, h: s.handleCreate},
+		{name: "sequence_list", method: http.MethodGet, pattern: "/v1/sequences", scope: ScopeIssue, h: s.handleList},
 		{name: "sequence_get", method: http.MethodGet, pattern: "/v1/sequences/{name}", scope: ScopeIssue, h: s.handleSequence},
+		{name: "sequence_alter", method: http.MethodPatch, pattern: "/v1/sequences/{name}", scope: ScopeAdmin, h: s.handleAlter},
+		{name: "sequence_retire", method: http.MethodDelete, pattern: "/v1/sequences/{name}", scope: ScopeAdmin, h: s.handleRetire},
 		{name: "sequence_next", method: http.MethodPost, pattern: "/v1/sequences/{name}/next", scope: ScopeIssue, h: s.handleSequenceNext},
 		{name: "layouts", method: http.MethodGet, pattern: "/v1/timeshard", scope: ScopeIssue, h: s.handleLayouts},
 		{name: "timeshard_next", method: http.MethodPost, pattern: "/v1/timeshard/{layout}/next", scope: ScopeIssue, h: s.handleTimeshardNext},
@@ -64,11 +67,11 @@ func (s *Service) routes() []route {
 // /metrics and the gRPC API (grpc.go; gRPC needs HTTP/2: Serve offers it).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	for _, rt := range s.routes() {
-		h := s.wrap(rt)
-		mux.Handle(rt.pattern, h)
-		if rt.leaf {
-			mux.Handle(leafSlash(rt.pattern), h)
+	for _, rts := range byPattern(s.routes()) {
+		h := s.wrapMethods(rts)
+		mux.Handle(rts[0].pattern, h)
+		if rts[0].leaf {
+			mux.Handle(leafSlash(rts[0].pattern), h)
 		}
 	}
 	mux.Handle(s.grpcHandler())
@@ -399,6 +402,7 @@ type createRequest struct {
 	Start     *int64 `json:"start"`
 	Step      *int64 `json:"step"`
 	ChunkSize *int64 `json:"chunk_size"`
+	Adaptive  bool   `json:"adaptive"`
 }
 
 var typeNames = map[string]galloc.Type{"smallint": galloc.SmallInt, "integer": galloc.Integer, "bigint": galloc.BigInt}
@@ -448,7 +452,7 @@ func (c createRequest) definition() (Definition, error) {
 	if err := o.Validate(); err != nil {
 		return Definition{}, newError(http.StatusBadRequest, CodeInvalidDefinition, "%s", oneLine(err))
 	}
-	return Definition{Type: o.Type, Start: o.Start, Step: o.Step, ChunkSize: o.ChunkSize}, nil
+	return Definition{Type: o.Type, Start: o.Start, Step: o.Step, ChunkSize: o.ChunkSize, Adaptive: c.Adaptive}, nil
 }
 
 func oneLine(err error) string {
@@ -492,6 +496,10 @@ type sequenceView struct {
 	ChunkSize int64  `json:"chunk_size"`
 	MaxValue  int64  `json:"max_value"`
 	Capacity  uint64 `json:"capacity"`
+	// Adaptive: chunks follow Leaf's dynamic step from chunk_size up to
+	// galloc.MaxAdaptiveChunkSize. Retired: no more values (410).
+	Adaptive bool `json:"adaptive"`
+	Retired  bool `json:"retired"`
 
 	// State, from the stored record (GET only).
 	Allocated   *uint64    `json:"allocated,omitempty"`
@@ -508,11 +516,14 @@ type instView struct {
 	Waits   uint64 `json:"waits"`
 	Issued  uint64 `json:"issued"`
 	Held    uint64 `json:"held"`
+	// ChunkSize is the size of the last chunk this instance allocated: an
+	// adaptive sequence's current step.
+	ChunkSize int64 `json:"chunk_size"`
 }
 
 func defView(name string, r galloc.Record) sequenceView {
 	return sequenceView{Name: name, Type: r.Type.String(), Start: r.Start, Step: r.Step, ChunkSize: r.ChunkSize,
-		MaxValue: r.Type.Max(), Capacity: r.Capacity()}
+		MaxValue: r.Type.Max(), Capacity: r.Capacity(), Adaptive: r.Adaptive, Retired: r.Retired}
 }
 
 func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
@@ -559,6 +570,12 @@ func (s *Service) sequenceState(ctx context.Context, name string) (sequenceView,
 	case !found:
 		return sequenceView{}, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
 	}
+	return s.stateView(name, rec), nil
+}
+
+// stateView is rec's definition and state, with this instance's share
+// when it has the sequence open.
+func (s *Service) stateView(name string, rec galloc.Record) sequenceView {
 	v := defView(name, rec)
 	exh := rec.Exhausted()
 	v.Allocated, v.Allocations, v.Exhausted = &rec.Allocated, &rec.Allocations, &exh
@@ -569,11 +586,11 @@ func (s *Service) sequenceState(ctx context.Context, name string) (sequenceView,
 		t := rec.LastAlloc.UTC()
 		v.LastAlloc = &t
 	}
-	if q, ok := s.sequences()[name]; ok {
+	if q, ok := s.openSeq(name); ok {
 		st := q.Stats()
-		v.Instance = &instView{Fetches: st.Fetches, Waits: st.Waits, Issued: st.Issued, Held: st.Held}
+		v.Instance = &instView{Fetches: st.Fetches, Waits: st.Waits, Issued: st.Issued, Held: st.Held, ChunkSize: st.ChunkSize}
 	}
-	return v, nil
+	return v
 }
 
 // idsBody is the answer of the next routes.

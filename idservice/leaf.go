@@ -24,7 +24,8 @@ import (
 //	 "code":"unknown_sequence"}
 //
 // Leaf's exception IDs: -2 the key does not exist (here also: a key that
-// is not a valid name), -3 no segment could be loaded (here: the store is
+// is not a valid name, and a retired sequence, as Leaf answers a biz_tag
+// removed from its table), -3 no segment could be loaded (here: the store is
 // unavailable or the sequence is exhausted), -1 any other failure. The
 // body also carries this API's "code". Auth errors (401, 403) answer as
 // every route does: Leaf has no authentication.
@@ -109,7 +110,7 @@ func writeLeafError(w http.ResponseWriter, r *http.Request, ae *apiError, page b
 	}
 	id := leafOtherFailed
 	switch ae.code {
-	case CodeUnknownSequence, CodeInvalidName:
+	case CodeUnknownSequence, CodeInvalidName, CodeRetired:
 		id = leafUnknownKey
 	case CodeUnavailable, CodeExhausted, CodeNoNodeLease, CodeClock, CodeShuttingDown:
 		id = leafNoSegment

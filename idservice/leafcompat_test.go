@@ -219,6 +219,9 @@ type cacheView struct {
 	Increment int64  `json:"increment"`
 	Issued    uint64 `json:"issued"`
 	Held      uint64 `json:"held"`
+	// CurrentStep is the last chunk's size (adaptive: the current step).
+	CurrentStep int64 `json:"currentStep"`
+	Retired     bool  `json:"retired"`
 }
 
 // dbRow is a row of /db: Leaf's LeafAlloc.
@@ -229,6 +232,8 @@ type dbRow struct {
 	UpdateTime  *time.Time `json:"updateTime"`
 	Description string     `json:"description"`
 	Exhausted   bool       `json:"exhausted"`
+	Retired     bool       `json:"retired"`
+	Adaptive    bool       `json:"adaptive"`
 }
 
 // leafJSON checks that r is a monitor page's 200 JSON answer and decodes
@@ -268,8 +273,8 @@ func TestLeafMonitorPages(t *testing.T) {
 	s.do(t, "GET", "/api/segment/get/evens", nil)
 	s.do(t, "GET", "/api/segment/get/evens", nil)
 	c := cache()
-	assert.Equal(t, cacheView{Key: "orders", InitOk: true, Pos: 0, Value0: 4, Max0: 11, Step0: 10, Increment: 1, Issued: 3, Held: 7}, c["orders"])
-	assert.Equal(t, cacheView{Key: "evens", InitOk: true, Pos: 0, Value0: 4, Max0: 10, Step0: 5, Increment: 2, Issued: 2, Held: 3}, c["evens"])
+	assert.Equal(t, cacheView{Key: "orders", InitOk: true, Pos: 0, Value0: 4, Max0: 11, Step0: 10, Increment: 1, Issued: 3, Held: 7, CurrentStep: 10}, c["orders"])
+	assert.Equal(t, cacheView{Key: "evens", InitOk: true, Pos: 0, Value0: 4, Max0: 10, Step0: 5, Increment: 2, Issued: 2, Held: 3, CurrentStep: 5}, c["evens"])
 	assert.Len(t, c, 2)
 
 	for range 5 { // past the prefetch point (half the chunk): the next chunk is reserved
@@ -277,12 +282,12 @@ func TestLeafMonitorPages(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return cache()["orders"].NextReady }, 5*time.Second, 5*time.Millisecond)
 	assert.Equal(t, cacheView{Key: "orders", InitOk: true, NextReady: true, Pos: 0, Value0: 9, Max0: 11, Step0: 10,
-		Value1: 11, Max1: 21, Step1: 10, Increment: 1, Issued: 8, Held: 12}, cache()["orders"])
+		Value1: 11, Max1: 21, Step1: 10, Increment: 1, Issued: 8, Held: 12, CurrentStep: 10}, cache()["orders"])
 	for range 5 { // into the reserved chunk: buffer 1 is current, buffer 0 the used-up one
 		s.do(t, "GET", "/api/segment/get/orders", nil)
 	}
 	assert.Equal(t, cacheView{Key: "orders", InitOk: true, Pos: 1, Value0: 11, Max0: 11, Step0: 10,
-		Value1: 14, Max1: 21, Step1: 10, Increment: 1, Issued: 13, Held: 7}, cache()["orders"])
+		Value1: 14, Max1: 21, Step1: 10, Increment: 1, Issued: 13, Held: 7, CurrentStep: 10}, cache()["orders"])
 
 	var rows []dbRow
 	leafJSON(t, s.do(t, "GET", "/db", nil), &rows)
@@ -368,7 +373,7 @@ func TestLeafMonitorExhaustedAndStoreDown(t *testing.T) {
 	assert.Equal(t, "smallint sequence: start 32766, step 1", rows[0].Description)
 	var c map[string]cacheView
 	leafJSON(t, s.do(t, "GET", "/cache", nil), &c)
-	assert.Equal(t, cacheView{Key: "tiny", InitOk: true, Value0: 32768, Max0: 32768, Step0: 2, Increment: 1, Issued: 2}, c["tiny"])
+	assert.Equal(t, cacheView{Key: "tiny", InitOk: true, Value0: 32768, Max0: 32768, Step0: 2, Increment: 1, Issued: 2, CurrentStep: 2}, c["tiny"])
 
 	require.NoError(t, st.SetRules(faulty.Rule{Action: faulty.Fail}))
 	defer st.Clear()

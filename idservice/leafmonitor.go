@@ -45,6 +45,13 @@ type leafSegmentView struct {
 	Increment int64  `json:"increment"` // the sequence's step: its values are this far apart (Leaf's are 1)
 	Issued    uint64 `json:"issued"`    // values this instance handed out
 	Held      uint64 `json:"held"`      // values this instance holds, not handed out yet
+	// CurrentStep is the size of the last chunk this instance allocated:
+	// an adaptive sequence's current step (Leaf's dynamic step), else the
+	// chunk size; 0 before the first.
+	CurrentStep int64 `json:"currentStep"`
+	// Retired: this instance has seen the sequence retired and hands out
+	// none of its values (the buffers show what it held then).
+	Retired bool `json:"retired"`
 }
 
 // leafSegment is one of Leaf's segment buffers.
@@ -81,7 +88,7 @@ func leafCacheOf(name string, q *galloc.Sequence) leafSegmentView {
 	st := q.Stats()
 	chunks := q.Chunks() // after Stats: every chunk Stats counted is here
 	inc := q.Definition().Step
-	v := leafSegmentView{Key: name, Increment: inc, Issued: st.Issued, Held: st.Held}
+	v := leafSegmentView{Key: name, Increment: inc, Issued: st.Issued, Held: st.Held, CurrentStep: st.ChunkSize, Retired: st.Retired}
 	if len(chunks) == 0 {
 		return v
 	}
@@ -142,6 +149,12 @@ type leafAllocView struct {
 	Description string `json:"description"`
 	// Exhausted: every value of the sequence's type is allocated.
 	Exhausted bool `json:"exhausted"`
+	// Retired: the sequence hands out no more values (DELETE
+	// /v1/sequences/{name}); Leaf's paths answer it as an unknown key.
+	Retired bool `json:"retired"`
+	// Adaptive: chunks follow Leaf's dynamic step from Step up to
+	// galloc.MaxAdaptiveChunkSize (/cache's currentStep is the current one).
+	Adaptive bool `json:"adaptive"`
 }
 
 // handleLeafDB is Leaf's /db: the stored record of every sequence this
@@ -165,7 +178,7 @@ func (s *Service) handleLeafDB(w http.ResponseWriter, r *http.Request) error {
 		if !found {
 			continue
 		}
-		v := leafAllocView{Key: name, Step: rec.ChunkSize, Exhausted: rec.Exhausted(),
+		v := leafAllocView{Key: name, Step: rec.ChunkSize, Exhausted: rec.Exhausted(), Retired: rec.Retired, Adaptive: rec.Adaptive,
 			Description: fmt.Sprintf("%s sequence: start %d, step %d", rec.Type, rec.Start, rec.Step)}
 		if next, ok := rec.AllocatedUpTo(); ok {
 			v.MaxID = &next

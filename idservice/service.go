@@ -290,6 +290,7 @@ func (s *Service) check(ctx context.Context) {
 		}
 		s.seek(slot, false)
 	}
+	s.refreshRetired(ctx) // last: the leases come first
 }
 
 // wake asks keep to check now.
@@ -367,7 +368,7 @@ func (s *Service) Sequence(ctx context.Context, name string) (*galloc.Sequence, 
 			s.mu.Unlock()
 			return nil, fmt.Errorf("%w: %q", ErrUnknownSequence, name)
 		}
-		return s.openSequence(ctx, name, r)
+		return s.openSequence(ctx, name, r, true)
 	})
 	if err != nil {
 		return nil, err
@@ -396,8 +397,10 @@ func (s *Service) rememberUnknownLocked(name string) {
 }
 
 // openSequence opens sequence name with definition def and registers it;
-// an instance that has it open already returns that one.
-func (s *Service) openSequence(ctx context.Context, name string, def galloc.Record) (*galloc.Sequence, error) {
+// an instance that has it open already returns that one. follow takes the
+// stored chunk size whatever def's (an Alter may have changed it since def
+// was read); without it another is galloc.ErrDefinitionMismatch.
+func (s *Service) openSequence(ctx context.Context, name string, def galloc.Record, follow bool) (*galloc.Sequence, error) {
 	s.mu.Lock()
 	q, ok := s.mu.seqs[name]
 	s.mu.Unlock()
@@ -406,6 +409,7 @@ func (s *Service) openSequence(ctx context.Context, name string, def galloc.Reco
 	}
 	o := s.o.Galloc
 	o.Type, o.ChunkSize, o.Start, o.StartZero, o.Step = def.Type, def.ChunkSize, def.Start, def.Start == 0, def.Step
+	o.Adaptive, o.StoredChunkSize = def.Adaptive, follow
 	q, err := galloc.Open(ctx, s.st, name, o)
 	if err != nil {
 		return nil, err
@@ -432,10 +436,11 @@ type Definition struct {
 	Start     int64
 	Step      int64
 	ChunkSize int64
+	Adaptive  bool
 }
 
 func (d Definition) record() galloc.Record {
-	return galloc.Record{Type: d.Type, Start: d.Start, Step: d.Step, ChunkSize: d.ChunkSize}
+	return galloc.Record{Type: d.Type, Start: d.Start, Step: d.Step, ChunkSize: d.ChunkSize, Adaptive: d.Adaptive}
 }
 
 // Create creates sequence name with definition d unless it exists; created
@@ -450,14 +455,13 @@ func (s *Service) Create(ctx context.Context, name string, d Definition) (create
 		return false, fmt.Errorf("idservice: reading sequence %q: %w", name, err)
 	}
 	if found {
-		if r.Type != d.Type || r.Start != d.Start || r.Step != d.Step || r.ChunkSize != d.ChunkSize {
-			return false, fmt.Errorf("%w: sequence %q is stored as %v start %d step %d chunk %d",
-				galloc.ErrDefinitionMismatch, name, r.Type, r.Start, r.Step, r.ChunkSize)
+		if err := checkCreate(name, r, d); err != nil {
+			return false, err
 		}
-		_, err := s.openSequence(ctx, name, r)
+		_, err := s.openSequence(ctx, name, r, true)
 		return false, err
 	}
-	if _, err := s.openSequence(ctx, name, d.record()); err != nil {
+	if _, err := s.openSequence(ctx, name, d.record(), false); err != nil {
 		return false, err
 	}
 	s.log.Info("idservice: sequence created", "sequence", name)

@@ -6,8 +6,8 @@
 // over TLS through ALPN, or h2c without TLS).
 //
 // Authentication: with a token file, every method wants the metadata
-// "authorization: Bearer TOKEN" of an issue token (CreateSequence: an admin
-// token). No or an unknown token is UNAUTHENTICATED, a token without the
+// "authorization: Bearer TOKEN" of an issue token (CreateSequence,
+// AlterSequence and RetireSequence: an admin token). No or an unknown token is UNAUTHENTICATED, a token without the
 // scope PERMISSION_DENIED.
 //
 // Errors: a gRPC status whose message starts with the HTTP API's stable
@@ -110,7 +110,11 @@ type Sequence struct {
 	// When the last chunk was allocated; absent before the first.
 	LastAlloc *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=last_alloc,json=lastAlloc,proto3" json:"last_alloc,omitempty"`
 	// This instance's share; absent when it does not have the sequence open.
-	Instance      *InstanceStats `protobuf:"bytes,13,opt,name=instance,proto3" json:"instance,omitempty"`
+	Instance *InstanceStats `protobuf:"bytes,13,opt,name=instance,proto3" json:"instance,omitempty"`
+	// Chunks follow Leaf's dynamic step, from chunk_size up to 1,000,000.
+	Adaptive bool `protobuf:"varint,14,opt,name=adaptive,proto3" json:"adaptive,omitempty"`
+	// The sequence hands out no more values.
+	Retired       bool `protobuf:"varint,15,opt,name=retired,proto3" json:"retired,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -236,6 +240,20 @@ func (x *Sequence) GetInstance() *InstanceStats {
 	return nil
 }
 
+func (x *Sequence) GetAdaptive() bool {
+	if x != nil {
+		return x.Adaptive
+	}
+	return false
+}
+
+func (x *Sequence) GetRetired() bool {
+	if x != nil {
+		return x.Retired
+	}
+	return false
+}
+
 // InstanceStats is one instance's share of a sequence.
 type InstanceStats struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -243,7 +261,10 @@ type InstanceStats struct {
 	Waits        uint64                 `protobuf:"varint,2,opt,name=waits,proto3" json:"waits,omitempty"`
 	Issued       uint64                 `protobuf:"varint,3,opt,name=issued,proto3" json:"issued,omitempty"`
 	// Values allocated to this instance and not handed out yet.
-	Held          uint64 `protobuf:"varint,4,opt,name=held,proto3" json:"held,omitempty"`
+	Held uint64 `protobuf:"varint,4,opt,name=held,proto3" json:"held,omitempty"`
+	// The size of the last chunk this instance allocated (an adaptive
+	// sequence's current step).
+	ChunkSize     int64 `protobuf:"varint,5,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -306,6 +327,13 @@ func (x *InstanceStats) GetHeld() uint64 {
 	return 0
 }
 
+func (x *InstanceStats) GetChunkSize() int64 {
+	if x != nil {
+		return x.ChunkSize
+	}
+	return 0
+}
+
 type CreateSequenceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -316,7 +344,10 @@ type CreateSequenceRequest struct {
 	// 0: 1.
 	Step int64 `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
 	// 0: the type's default chunk size.
-	ChunkSize     int64 `protobuf:"varint,5,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	ChunkSize int64 `protobuf:"varint,5,opt,name=chunk_size,json=chunkSize,proto3" json:"chunk_size,omitempty"`
+	// Leaf's dynamic step: chunks double (up to 1,000,000) when used up in
+	// under 15 minutes and halve (down to chunk_size) when they last 30.
+	Adaptive      bool `protobuf:"varint,6,opt,name=adaptive,proto3" json:"adaptive,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -384,6 +415,13 @@ func (x *CreateSequenceRequest) GetChunkSize() int64 {
 		return x.ChunkSize
 	}
 	return 0
+}
+
+func (x *CreateSequenceRequest) GetAdaptive() bool {
+	if x != nil {
+		return x.Adaptive
+	}
+	return false
 }
 
 type CreateSequenceResponse struct {
@@ -528,6 +566,308 @@ func (x *GetSequenceResponse) GetSequence() *Sequence {
 	return nil
 }
 
+type ListSequencesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// 1 to 100; absent: 100.
+	Limit *int32 `protobuf:"varint,1,opt,name=limit,proto3,oneof" json:"limit,omitempty"`
+	// List the names after this one (next_after of the page before); empty:
+	// from the first.
+	After         string `protobuf:"bytes,2,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSequencesRequest) Reset() {
+	*x = ListSequencesRequest{}
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSequencesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSequencesRequest) ProtoMessage() {}
+
+func (x *ListSequencesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSequencesRequest.ProtoReflect.Descriptor instead.
+func (*ListSequencesRequest) Descriptor() ([]byte, []int) {
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListSequencesRequest) GetLimit() int32 {
+	if x != nil && x.Limit != nil {
+		return *x.Limit
+	}
+	return 0
+}
+
+func (x *ListSequencesRequest) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+type ListSequencesResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Sequences []*Sequence            `protobuf:"bytes,1,rep,name=sequences,proto3" json:"sequences,omitempty"`
+	// The after of the next page; empty on the last.
+	NextAfter     string `protobuf:"bytes,2,opt,name=next_after,json=nextAfter,proto3" json:"next_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSequencesResponse) Reset() {
+	*x = ListSequencesResponse{}
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSequencesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSequencesResponse) ProtoMessage() {}
+
+func (x *ListSequencesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSequencesResponse.ProtoReflect.Descriptor instead.
+func (*ListSequencesResponse) Descriptor() ([]byte, []int) {
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ListSequencesResponse) GetSequences() []*Sequence {
+	if x != nil {
+		return x.Sequences
+	}
+	return nil
+}
+
+func (x *ListSequencesResponse) GetNextAfter() string {
+	if x != nil {
+		return x.NextAfter
+	}
+	return ""
+}
+
+type AlterSequenceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// At least 1 and at most the sequence's capacity; absent: unchanged.
+	ChunkSize *int64 `protobuf:"varint,2,opt,name=chunk_size,json=chunkSize,proto3,oneof" json:"chunk_size,omitempty"`
+	// Absent: unchanged.
+	Adaptive      *bool `protobuf:"varint,3,opt,name=adaptive,proto3,oneof" json:"adaptive,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterSequenceRequest) Reset() {
+	*x = AlterSequenceRequest{}
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterSequenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterSequenceRequest) ProtoMessage() {}
+
+func (x *AlterSequenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterSequenceRequest.ProtoReflect.Descriptor instead.
+func (*AlterSequenceRequest) Descriptor() ([]byte, []int) {
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AlterSequenceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AlterSequenceRequest) GetChunkSize() int64 {
+	if x != nil && x.ChunkSize != nil {
+		return *x.ChunkSize
+	}
+	return 0
+}
+
+func (x *AlterSequenceRequest) GetAdaptive() bool {
+	if x != nil && x.Adaptive != nil {
+		return *x.Adaptive
+	}
+	return false
+}
+
+type AlterSequenceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sequence      *Sequence              `protobuf:"bytes,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterSequenceResponse) Reset() {
+	*x = AlterSequenceResponse{}
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterSequenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterSequenceResponse) ProtoMessage() {}
+
+func (x *AlterSequenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterSequenceResponse.ProtoReflect.Descriptor instead.
+func (*AlterSequenceResponse) Descriptor() ([]byte, []int) {
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AlterSequenceResponse) GetSequence() *Sequence {
+	if x != nil {
+		return x.Sequence
+	}
+	return nil
+}
+
+type RetireSequenceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetireSequenceRequest) Reset() {
+	*x = RetireSequenceRequest{}
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetireSequenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetireSequenceRequest) ProtoMessage() {}
+
+func (x *RetireSequenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetireSequenceRequest.ProtoReflect.Descriptor instead.
+func (*RetireSequenceRequest) Descriptor() ([]byte, []int) {
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RetireSequenceRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RetireSequenceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sequence      *Sequence              `protobuf:"bytes,1,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetireSequenceResponse) Reset() {
+	*x = RetireSequenceResponse{}
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetireSequenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetireSequenceResponse) ProtoMessage() {}
+
+func (x *RetireSequenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetireSequenceResponse.ProtoReflect.Descriptor instead.
+func (*RetireSequenceResponse) Descriptor() ([]byte, []int) {
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RetireSequenceResponse) GetSequence() *Sequence {
+	if x != nil {
+		return x.Sequence
+	}
+	return nil
+}
+
 type NextSequenceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -539,7 +879,7 @@ type NextSequenceRequest struct {
 
 func (x *NextSequenceRequest) Reset() {
 	*x = NextSequenceRequest{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[7]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +891,7 @@ func (x *NextSequenceRequest) String() string {
 func (*NextSequenceRequest) ProtoMessage() {}
 
 func (x *NextSequenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[7]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +904,7 @@ func (x *NextSequenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextSequenceRequest.ProtoReflect.Descriptor instead.
 func (*NextSequenceRequest) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{7}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *NextSequenceRequest) GetName() string {
@@ -590,7 +930,7 @@ type NextSequenceResponse struct {
 
 func (x *NextSequenceResponse) Reset() {
 	*x = NextSequenceResponse{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[8]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +942,7 @@ func (x *NextSequenceResponse) String() string {
 func (*NextSequenceResponse) ProtoMessage() {}
 
 func (x *NextSequenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[8]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +955,7 @@ func (x *NextSequenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextSequenceResponse.ProtoReflect.Descriptor instead.
 func (*NextSequenceResponse) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{8}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *NextSequenceResponse) GetIds() []int64 {
@@ -637,7 +977,7 @@ type NextTimeshardRequest struct {
 
 func (x *NextTimeshardRequest) Reset() {
 	*x = NextTimeshardRequest{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[9]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -649,7 +989,7 @@ func (x *NextTimeshardRequest) String() string {
 func (*NextTimeshardRequest) ProtoMessage() {}
 
 func (x *NextTimeshardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[9]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -662,7 +1002,7 @@ func (x *NextTimeshardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextTimeshardRequest.ProtoReflect.Descriptor instead.
 func (*NextTimeshardRequest) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{9}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *NextTimeshardRequest) GetLayout() string {
@@ -688,7 +1028,7 @@ type NextTimeshardResponse struct {
 
 func (x *NextTimeshardResponse) Reset() {
 	*x = NextTimeshardResponse{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[10]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +1040,7 @@ func (x *NextTimeshardResponse) String() string {
 func (*NextTimeshardResponse) ProtoMessage() {}
 
 func (x *NextTimeshardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[10]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +1053,7 @@ func (x *NextTimeshardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextTimeshardResponse.ProtoReflect.Descriptor instead.
 func (*NextTimeshardResponse) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{10}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NextTimeshardResponse) GetIds() []int64 {
@@ -735,7 +1075,7 @@ type DecomposeTimeshardRequest struct {
 
 func (x *DecomposeTimeshardRequest) Reset() {
 	*x = DecomposeTimeshardRequest{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[11]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +1087,7 @@ func (x *DecomposeTimeshardRequest) String() string {
 func (*DecomposeTimeshardRequest) ProtoMessage() {}
 
 func (x *DecomposeTimeshardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[11]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +1100,7 @@ func (x *DecomposeTimeshardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeTimeshardRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeTimeshardRequest) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{11}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DecomposeTimeshardRequest) GetLayout() string {
@@ -792,7 +1132,7 @@ type DecomposeTimeshardResponse struct {
 
 func (x *DecomposeTimeshardResponse) Reset() {
 	*x = DecomposeTimeshardResponse{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[12]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -804,7 +1144,7 @@ func (x *DecomposeTimeshardResponse) String() string {
 func (*DecomposeTimeshardResponse) ProtoMessage() {}
 
 func (x *DecomposeTimeshardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[12]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -817,7 +1157,7 @@ func (x *DecomposeTimeshardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeTimeshardResponse.ProtoReflect.Descriptor instead.
 func (*DecomposeTimeshardResponse) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{12}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DecomposeTimeshardResponse) GetId() int64 {
@@ -870,7 +1210,7 @@ type ListLayoutsRequest struct {
 
 func (x *ListLayoutsRequest) Reset() {
 	*x = ListLayoutsRequest{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[13]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1222,7 @@ func (x *ListLayoutsRequest) String() string {
 func (*ListLayoutsRequest) ProtoMessage() {}
 
 func (x *ListLayoutsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[13]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1235,7 @@ func (x *ListLayoutsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLayoutsRequest.ProtoReflect.Descriptor instead.
 func (*ListLayoutsRequest) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{13}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{19}
 }
 
 type ListLayoutsResponse struct {
@@ -907,7 +1247,7 @@ type ListLayoutsResponse struct {
 
 func (x *ListLayoutsResponse) Reset() {
 	*x = ListLayoutsResponse{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[14]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -919,7 +1259,7 @@ func (x *ListLayoutsResponse) String() string {
 func (*ListLayoutsResponse) ProtoMessage() {}
 
 func (x *ListLayoutsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[14]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +1272,7 @@ func (x *ListLayoutsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLayoutsResponse.ProtoReflect.Descriptor instead.
 func (*ListLayoutsResponse) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{14}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListLayoutsResponse) GetLayouts() []*Layout {
@@ -968,7 +1308,7 @@ type Layout struct {
 
 func (x *Layout) Reset() {
 	*x = Layout{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[15]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1320,7 @@ func (x *Layout) String() string {
 func (*Layout) ProtoMessage() {}
 
 func (x *Layout) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[15]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1333,7 @@ func (x *Layout) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layout.ProtoReflect.Descriptor instead.
 func (*Layout) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{15}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Layout) GetName() string {
@@ -1090,7 +1430,7 @@ type NextUUIDsRequest struct {
 
 func (x *NextUUIDsRequest) Reset() {
 	*x = NextUUIDsRequest{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[16]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1102,7 +1442,7 @@ func (x *NextUUIDsRequest) String() string {
 func (*NextUUIDsRequest) ProtoMessage() {}
 
 func (x *NextUUIDsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[16]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1115,7 +1455,7 @@ func (x *NextUUIDsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextUUIDsRequest.ProtoReflect.Descriptor instead.
 func (*NextUUIDsRequest) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{16}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *NextUUIDsRequest) GetCount() int32 {
@@ -1135,7 +1475,7 @@ type NextUUIDsResponse struct {
 
 func (x *NextUUIDsResponse) Reset() {
 	*x = NextUUIDsResponse{}
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[17]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1487,7 @@ func (x *NextUUIDsResponse) String() string {
 func (*NextUUIDsResponse) ProtoMessage() {}
 
 func (x *NextUUIDsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[17]
+	mi := &file_cqlseq_idservice_v1_idservice_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1500,7 @@ func (x *NextUUIDsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextUUIDsResponse.ProtoReflect.Descriptor instead.
 func (*NextUUIDsResponse) Descriptor() ([]byte, []int) {
-	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{17}
+	return file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NextUUIDsResponse) GetUuids() []string {
@@ -1176,7 +1516,7 @@ const file_cqlseq_idservice_v1_idservice_proto_rawDesc = "" +
 	"\n" +
 	"#cqlseq/idservice/v1/idservice.proto\x12\x13cqlseq.idservice.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"!\n" +
 	"\vErrorDetail\x12\x12\n" +
-	"\x04code\x18\x01 \x01(\tR\x04code\"\x8c\x04\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\"\xc2\x04\n" +
 	"\bSequence\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
@@ -1193,25 +1533,30 @@ const file_cqlseq_idservice_v1_idservice_proto_rawDesc = "" +
 	"\texhausted\x18\v \x01(\bH\x03R\texhausted\x88\x01\x01\x129\n" +
 	"\n" +
 	"last_alloc\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\tlastAlloc\x12>\n" +
-	"\binstance\x18\r \x01(\v2\".cqlseq.idservice.v1.InstanceStatsR\binstanceB\f\n" +
+	"\binstance\x18\r \x01(\v2\".cqlseq.idservice.v1.InstanceStatsR\binstance\x12\x1a\n" +
+	"\badaptive\x18\x0e \x01(\bR\badaptive\x12\x18\n" +
+	"\aretired\x18\x0f \x01(\bR\aretiredB\f\n" +
 	"\n" +
 	"_allocatedB\x0e\n" +
 	"\f_allocationsB\x13\n" +
 	"\x11_next_chunk_firstB\f\n" +
 	"\n" +
-	"_exhausted\"v\n" +
+	"_exhausted\"\x95\x01\n" +
 	"\rInstanceStats\x12#\n" +
 	"\rchunk_fetches\x18\x01 \x01(\x04R\fchunkFetches\x12\x14\n" +
 	"\x05waits\x18\x02 \x01(\x04R\x05waits\x12\x16\n" +
 	"\x06issued\x18\x03 \x01(\x04R\x06issued\x12\x12\n" +
-	"\x04held\x18\x04 \x01(\x04R\x04held\"\x97\x01\n" +
+	"\x04held\x18\x04 \x01(\x04R\x04held\x12\x1d\n" +
+	"\n" +
+	"chunk_size\x18\x05 \x01(\x03R\tchunkSize\"\xb3\x01\n" +
 	"\x15CreateSequenceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x19\n" +
 	"\x05start\x18\x03 \x01(\x03H\x00R\x05start\x88\x01\x01\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x03R\x04step\x12\x1d\n" +
 	"\n" +
-	"chunk_size\x18\x05 \x01(\x03R\tchunkSizeB\b\n" +
+	"chunk_size\x18\x05 \x01(\x03R\tchunkSize\x12\x1a\n" +
+	"\badaptive\x18\x06 \x01(\bR\badaptiveB\b\n" +
 	"\x06_start\"m\n" +
 	"\x16CreateSequenceResponse\x129\n" +
 	"\bsequence\x18\x01 \x01(\v2\x1d.cqlseq.idservice.v1.SequenceR\bsequence\x12\x18\n" +
@@ -1219,6 +1564,27 @@ const file_cqlseq_idservice_v1_idservice_proto_rawDesc = "" +
 	"\x12GetSequenceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"P\n" +
 	"\x13GetSequenceResponse\x129\n" +
+	"\bsequence\x18\x01 \x01(\v2\x1d.cqlseq.idservice.v1.SequenceR\bsequence\"Q\n" +
+	"\x14ListSequencesRequest\x12\x19\n" +
+	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\tR\x05afterB\b\n" +
+	"\x06_limit\"s\n" +
+	"\x15ListSequencesResponse\x12;\n" +
+	"\tsequences\x18\x01 \x03(\v2\x1d.cqlseq.idservice.v1.SequenceR\tsequences\x12\x1d\n" +
+	"\n" +
+	"next_after\x18\x02 \x01(\tR\tnextAfter\"\x8b\x01\n" +
+	"\x14AlterSequenceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\"\n" +
+	"\n" +
+	"chunk_size\x18\x02 \x01(\x03H\x00R\tchunkSize\x88\x01\x01\x12\x1f\n" +
+	"\badaptive\x18\x03 \x01(\bH\x01R\badaptive\x88\x01\x01B\r\n" +
+	"\v_chunk_sizeB\v\n" +
+	"\t_adaptive\"R\n" +
+	"\x15AlterSequenceResponse\x129\n" +
+	"\bsequence\x18\x01 \x01(\v2\x1d.cqlseq.idservice.v1.SequenceR\bsequence\"+\n" +
+	"\x15RetireSequenceRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"S\n" +
+	"\x16RetireSequenceResponse\x129\n" +
 	"\bsequence\x18\x01 \x01(\v2\x1d.cqlseq.idservice.v1.SequenceR\bsequence\"N\n" +
 	"\x13NextSequenceRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
@@ -1264,10 +1630,13 @@ const file_cqlseq_idservice_v1_idservice_proto_rawDesc = "" +
 	"\x05count\x18\x01 \x01(\x05H\x00R\x05count\x88\x01\x01B\b\n" +
 	"\x06_count\")\n" +
 	"\x11NextUUIDsResponse\x12\x14\n" +
-	"\x05uuids\x18\x01 \x03(\tR\x05uuids2\xda\x05\n" +
+	"\x05uuids\x18\x01 \x03(\tR\x05uuids2\x95\b\n" +
 	"\tIDService\x12i\n" +
 	"\x0eCreateSequence\x12*.cqlseq.idservice.v1.CreateSequenceRequest\x1a+.cqlseq.idservice.v1.CreateSequenceResponse\x12`\n" +
-	"\vGetSequence\x12'.cqlseq.idservice.v1.GetSequenceRequest\x1a(.cqlseq.idservice.v1.GetSequenceResponse\x12c\n" +
+	"\vGetSequence\x12'.cqlseq.idservice.v1.GetSequenceRequest\x1a(.cqlseq.idservice.v1.GetSequenceResponse\x12f\n" +
+	"\rListSequences\x12).cqlseq.idservice.v1.ListSequencesRequest\x1a*.cqlseq.idservice.v1.ListSequencesResponse\x12f\n" +
+	"\rAlterSequence\x12).cqlseq.idservice.v1.AlterSequenceRequest\x1a*.cqlseq.idservice.v1.AlterSequenceResponse\x12i\n" +
+	"\x0eRetireSequence\x12*.cqlseq.idservice.v1.RetireSequenceRequest\x1a+.cqlseq.idservice.v1.RetireSequenceResponse\x12c\n" +
 	"\fNextSequence\x12(.cqlseq.idservice.v1.NextSequenceRequest\x1a).cqlseq.idservice.v1.NextSequenceResponse\x12f\n" +
 	"\rNextTimeshard\x12).cqlseq.idservice.v1.NextTimeshardRequest\x1a*.cqlseq.idservice.v1.NextTimeshardResponse\x12u\n" +
 	"\x12DecomposeTimeshard\x12..cqlseq.idservice.v1.DecomposeTimeshardRequest\x1a/.cqlseq.idservice.v1.DecomposeTimeshardResponse\x12`\n" +
@@ -1286,7 +1655,7 @@ func file_cqlseq_idservice_v1_idservice_proto_rawDescGZIP() []byte {
 	return file_cqlseq_idservice_v1_idservice_proto_rawDescData
 }
 
-var file_cqlseq_idservice_v1_idservice_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_cqlseq_idservice_v1_idservice_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_cqlseq_idservice_v1_idservice_proto_goTypes = []any{
 	(*ErrorDetail)(nil),                // 0: cqlseq.idservice.v1.ErrorDetail
 	(*Sequence)(nil),                   // 1: cqlseq.idservice.v1.Sequence
@@ -1295,47 +1664,62 @@ var file_cqlseq_idservice_v1_idservice_proto_goTypes = []any{
 	(*CreateSequenceResponse)(nil),     // 4: cqlseq.idservice.v1.CreateSequenceResponse
 	(*GetSequenceRequest)(nil),         // 5: cqlseq.idservice.v1.GetSequenceRequest
 	(*GetSequenceResponse)(nil),        // 6: cqlseq.idservice.v1.GetSequenceResponse
-	(*NextSequenceRequest)(nil),        // 7: cqlseq.idservice.v1.NextSequenceRequest
-	(*NextSequenceResponse)(nil),       // 8: cqlseq.idservice.v1.NextSequenceResponse
-	(*NextTimeshardRequest)(nil),       // 9: cqlseq.idservice.v1.NextTimeshardRequest
-	(*NextTimeshardResponse)(nil),      // 10: cqlseq.idservice.v1.NextTimeshardResponse
-	(*DecomposeTimeshardRequest)(nil),  // 11: cqlseq.idservice.v1.DecomposeTimeshardRequest
-	(*DecomposeTimeshardResponse)(nil), // 12: cqlseq.idservice.v1.DecomposeTimeshardResponse
-	(*ListLayoutsRequest)(nil),         // 13: cqlseq.idservice.v1.ListLayoutsRequest
-	(*ListLayoutsResponse)(nil),        // 14: cqlseq.idservice.v1.ListLayoutsResponse
-	(*Layout)(nil),                     // 15: cqlseq.idservice.v1.Layout
-	(*NextUUIDsRequest)(nil),           // 16: cqlseq.idservice.v1.NextUUIDsRequest
-	(*NextUUIDsResponse)(nil),          // 17: cqlseq.idservice.v1.NextUUIDsResponse
-	(*timestamppb.Timestamp)(nil),      // 18: google.protobuf.Timestamp
+	(*ListSequencesRequest)(nil),       // 7: cqlseq.idservice.v1.ListSequencesRequest
+	(*ListSequencesResponse)(nil),      // 8: cqlseq.idservice.v1.ListSequencesResponse
+	(*AlterSequenceRequest)(nil),       // 9: cqlseq.idservice.v1.AlterSequenceRequest
+	(*AlterSequenceResponse)(nil),      // 10: cqlseq.idservice.v1.AlterSequenceResponse
+	(*RetireSequenceRequest)(nil),      // 11: cqlseq.idservice.v1.RetireSequenceRequest
+	(*RetireSequenceResponse)(nil),     // 12: cqlseq.idservice.v1.RetireSequenceResponse
+	(*NextSequenceRequest)(nil),        // 13: cqlseq.idservice.v1.NextSequenceRequest
+	(*NextSequenceResponse)(nil),       // 14: cqlseq.idservice.v1.NextSequenceResponse
+	(*NextTimeshardRequest)(nil),       // 15: cqlseq.idservice.v1.NextTimeshardRequest
+	(*NextTimeshardResponse)(nil),      // 16: cqlseq.idservice.v1.NextTimeshardResponse
+	(*DecomposeTimeshardRequest)(nil),  // 17: cqlseq.idservice.v1.DecomposeTimeshardRequest
+	(*DecomposeTimeshardResponse)(nil), // 18: cqlseq.idservice.v1.DecomposeTimeshardResponse
+	(*ListLayoutsRequest)(nil),         // 19: cqlseq.idservice.v1.ListLayoutsRequest
+	(*ListLayoutsResponse)(nil),        // 20: cqlseq.idservice.v1.ListLayoutsResponse
+	(*Layout)(nil),                     // 21: cqlseq.idservice.v1.Layout
+	(*NextUUIDsRequest)(nil),           // 22: cqlseq.idservice.v1.NextUUIDsRequest
+	(*NextUUIDsResponse)(nil),          // 23: cqlseq.idservice.v1.NextUUIDsResponse
+	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
 }
 var file_cqlseq_idservice_v1_idservice_proto_depIdxs = []int32{
-	18, // 0: cqlseq.idservice.v1.Sequence.last_alloc:type_name -> google.protobuf.Timestamp
+	24, // 0: cqlseq.idservice.v1.Sequence.last_alloc:type_name -> google.protobuf.Timestamp
 	2,  // 1: cqlseq.idservice.v1.Sequence.instance:type_name -> cqlseq.idservice.v1.InstanceStats
 	1,  // 2: cqlseq.idservice.v1.CreateSequenceResponse.sequence:type_name -> cqlseq.idservice.v1.Sequence
 	1,  // 3: cqlseq.idservice.v1.GetSequenceResponse.sequence:type_name -> cqlseq.idservice.v1.Sequence
-	18, // 4: cqlseq.idservice.v1.DecomposeTimeshardResponse.time:type_name -> google.protobuf.Timestamp
-	15, // 5: cqlseq.idservice.v1.ListLayoutsResponse.layouts:type_name -> cqlseq.idservice.v1.Layout
-	18, // 6: cqlseq.idservice.v1.Layout.epoch:type_name -> google.protobuf.Timestamp
-	18, // 7: cqlseq.idservice.v1.Layout.runs_out:type_name -> google.protobuf.Timestamp
-	3,  // 8: cqlseq.idservice.v1.IDService.CreateSequence:input_type -> cqlseq.idservice.v1.CreateSequenceRequest
-	5,  // 9: cqlseq.idservice.v1.IDService.GetSequence:input_type -> cqlseq.idservice.v1.GetSequenceRequest
-	7,  // 10: cqlseq.idservice.v1.IDService.NextSequence:input_type -> cqlseq.idservice.v1.NextSequenceRequest
-	9,  // 11: cqlseq.idservice.v1.IDService.NextTimeshard:input_type -> cqlseq.idservice.v1.NextTimeshardRequest
-	11, // 12: cqlseq.idservice.v1.IDService.DecomposeTimeshard:input_type -> cqlseq.idservice.v1.DecomposeTimeshardRequest
-	13, // 13: cqlseq.idservice.v1.IDService.ListLayouts:input_type -> cqlseq.idservice.v1.ListLayoutsRequest
-	16, // 14: cqlseq.idservice.v1.IDService.NextUUIDs:input_type -> cqlseq.idservice.v1.NextUUIDsRequest
-	4,  // 15: cqlseq.idservice.v1.IDService.CreateSequence:output_type -> cqlseq.idservice.v1.CreateSequenceResponse
-	6,  // 16: cqlseq.idservice.v1.IDService.GetSequence:output_type -> cqlseq.idservice.v1.GetSequenceResponse
-	8,  // 17: cqlseq.idservice.v1.IDService.NextSequence:output_type -> cqlseq.idservice.v1.NextSequenceResponse
-	10, // 18: cqlseq.idservice.v1.IDService.NextTimeshard:output_type -> cqlseq.idservice.v1.NextTimeshardResponse
-	12, // 19: cqlseq.idservice.v1.IDService.DecomposeTimeshard:output_type -> cqlseq.idservice.v1.DecomposeTimeshardResponse
-	14, // 20: cqlseq.idservice.v1.IDService.ListLayouts:output_type -> cqlseq.idservice.v1.ListLayoutsResponse
-	17, // 21: cqlseq.idservice.v1.IDService.NextUUIDs:output_type -> cqlseq.idservice.v1.NextUUIDsResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	1,  // 4: cqlseq.idservice.v1.ListSequencesResponse.sequences:type_name -> cqlseq.idservice.v1.Sequence
+	1,  // 5: cqlseq.idservice.v1.AlterSequenceResponse.sequence:type_name -> cqlseq.idservice.v1.Sequence
+	1,  // 6: cqlseq.idservice.v1.RetireSequenceResponse.sequence:type_name -> cqlseq.idservice.v1.Sequence
+	24, // 7: cqlseq.idservice.v1.DecomposeTimeshardResponse.time:type_name -> google.protobuf.Timestamp
+	21, // 8: cqlseq.idservice.v1.ListLayoutsResponse.layouts:type_name -> cqlseq.idservice.v1.Layout
+	24, // 9: cqlseq.idservice.v1.Layout.epoch:type_name -> google.protobuf.Timestamp
+	24, // 10: cqlseq.idservice.v1.Layout.runs_out:type_name -> google.protobuf.Timestamp
+	3,  // 11: cqlseq.idservice.v1.IDService.CreateSequence:input_type -> cqlseq.idservice.v1.CreateSequenceRequest
+	5,  // 12: cqlseq.idservice.v1.IDService.GetSequence:input_type -> cqlseq.idservice.v1.GetSequenceRequest
+	7,  // 13: cqlseq.idservice.v1.IDService.ListSequences:input_type -> cqlseq.idservice.v1.ListSequencesRequest
+	9,  // 14: cqlseq.idservice.v1.IDService.AlterSequence:input_type -> cqlseq.idservice.v1.AlterSequenceRequest
+	11, // 15: cqlseq.idservice.v1.IDService.RetireSequence:input_type -> cqlseq.idservice.v1.RetireSequenceRequest
+	13, // 16: cqlseq.idservice.v1.IDService.NextSequence:input_type -> cqlseq.idservice.v1.NextSequenceRequest
+	15, // 17: cqlseq.idservice.v1.IDService.NextTimeshard:input_type -> cqlseq.idservice.v1.NextTimeshardRequest
+	17, // 18: cqlseq.idservice.v1.IDService.DecomposeTimeshard:input_type -> cqlseq.idservice.v1.DecomposeTimeshardRequest
+	19, // 19: cqlseq.idservice.v1.IDService.ListLayouts:input_type -> cqlseq.idservice.v1.ListLayoutsRequest
+	22, // 20: cqlseq.idservice.v1.IDService.NextUUIDs:input_type -> cqlseq.idservice.v1.NextUUIDsRequest
+	4,  // 21: cqlseq.idservice.v1.IDService.CreateSequence:output_type -> cqlseq.idservice.v1.CreateSequenceResponse
+	6,  // 22: cqlseq.idservice.v1.IDService.GetSequence:output_type -> cqlseq.idservice.v1.GetSequenceResponse
+	8,  // 23: cqlseq.idservice.v1.IDService.ListSequences:output_type -> cqlseq.idservice.v1.ListSequencesResponse
+	10, // 24: cqlseq.idservice.v1.IDService.AlterSequence:output_type -> cqlseq.idservice.v1.AlterSequenceResponse
+	12, // 25: cqlseq.idservice.v1.IDService.RetireSequence:output_type -> cqlseq.idservice.v1.RetireSequenceResponse
+	14, // 26: cqlseq.idservice.v1.IDService.NextSequence:output_type -> cqlseq.idservice.v1.NextSequenceResponse
+	16, // 27: cqlseq.idservice.v1.IDService.NextTimeshard:output_type -> cqlseq.idservice.v1.NextTimeshardResponse
+	18, // 28: cqlseq.idservice.v1.IDService.DecomposeTimeshard:output_type -> cqlseq.idservice.v1.DecomposeTimeshardResponse
+	20, // 29: cqlseq.idservice.v1.IDService.ListLayouts:output_type -> cqlseq.idservice.v1.ListLayoutsResponse
+	23, // 30: cqlseq.idservice.v1.IDService.NextUUIDs:output_type -> cqlseq.idservice.v1.NextUUIDsResponse
+	21, // [21:31] is the sub-list for method output_type
+	11, // [11:21] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_cqlseq_idservice_v1_idservice_proto_init() }
@@ -1347,15 +1731,17 @@ func file_cqlseq_idservice_v1_idservice_proto_init() {
 	file_cqlseq_idservice_v1_idservice_proto_msgTypes[3].OneofWrappers = []any{}
 	file_cqlseq_idservice_v1_idservice_proto_msgTypes[7].OneofWrappers = []any{}
 	file_cqlseq_idservice_v1_idservice_proto_msgTypes[9].OneofWrappers = []any{}
+	file_cqlseq_idservice_v1_idservice_proto_msgTypes[13].OneofWrappers = []any{}
 	file_cqlseq_idservice_v1_idservice_proto_msgTypes[15].OneofWrappers = []any{}
-	file_cqlseq_idservice_v1_idservice_proto_msgTypes[16].OneofWrappers = []any{}
+	file_cqlseq_idservice_v1_idservice_proto_msgTypes[21].OneofWrappers = []any{}
+	file_cqlseq_idservice_v1_idservice_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cqlseq_idservice_v1_idservice_proto_rawDesc), len(file_cqlseq_idservice_v1_idservice_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -58,6 +58,8 @@ type gallocRecord struct {
 	LastAlloc     time.Time `json:"last_allocation"`
 	Process       string    `json:"process"`
 	Exhausted     bool      `json:"exhausted"`
+	Adaptive      bool      `json:"adaptive"`
+	Retired       bool      `json:"retired"`
 }
 
 func runInspectGalloc(ctx context.Context, e *env, f *inspectGallocFlags, name string) (err error) {
@@ -74,7 +76,8 @@ func runInspectGalloc(ctx context.Context, e *env, f *inspectGallocFlags, name s
 		return fmt.Errorf("galloc sequence %q: not found in %s", name, store.desc)
 	}
 	j := gallocRecord{Sequence: name, Type: r.Type.String(), ChunkSize: r.ChunkSize, Start: r.Start, Step: r.Step,
-		Allocated: r.Allocated, Allocations: r.Allocations, LastAlloc: r.LastAlloc, Process: r.Process, Exhausted: r.Exhausted()}
+		Allocated: r.Allocated, Allocations: r.Allocations, LastAlloc: r.LastAlloc, Process: r.Process, Exhausted: r.Exhausted(),
+		Adaptive: r.Adaptive, Retired: r.Retired}
 	if v, ok := r.AllocatedUpTo(); ok {
 		j.AllocatedUpTo = &v
 	}
@@ -90,7 +93,14 @@ func runInspectGalloc(ctx context.Context, e *env, f *inspectGallocFlags, name s
 	fmt.Fprintf(w, "inspect galloc: %s\n", store.desc)
 	fmt.Fprintf(w, "%-18s%s\n", "sequence", name)
 	fmt.Fprintf(w, "%-18s%v, start %d, step %d\n", "type", r.Type, r.Start, r.Step)
-	fmt.Fprintf(w, "%-18s%s\n", "chunk size", commas(uint64(r.ChunkSize)))
+	chunk := commas(uint64(r.ChunkSize))
+	if r.Adaptive {
+		chunk += " (adaptive: each process doubles it up to " + commas(galloc.MaxAdaptiveChunkSize) + " while chunks last under 15 min)"
+	}
+	fmt.Fprintf(w, "%-18s%s\n", "chunk size", chunk)
+	if r.Retired {
+		fmt.Fprintf(w, "%-18s%s\n", "retired", "yes: no more chunks are allocated, the name is never created again")
+	}
 	if j.AllocatedUpTo != nil {
 		fmt.Fprintf(w, "%-18s%d (the next chunk starts there; %s values allocated)\n", "allocated up to", *j.AllocatedUpTo, commas(r.Allocated))
 	} else {

@@ -114,7 +114,7 @@ released so that another instance can take the node IDs at once.`,
 	fs.StringVar(&f.name, "name", idservice.DefaultName, "name of the ID space: the timeshard generators are NAME/63 and NAME/53; instances serving one ID space share it")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", idservice.DefaultShutdownTimeout, "how long a shutdown waits for the requests in flight")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", idservice.DefaultRequestTimeout, "bound on one request's work (waiting for a chunk, a store call)")
-	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz")
+	fs.DurationVar(&f.probeInterval, "probe-interval", idservice.DefaultProbeInterval, "how often the store and the node leases are checked for /readyz, and the open sequences for a retirement")
 	fs.DurationVar(&f.lease, "lease", timeshard.DefaultLeaseDuration, "timeshard node lease TTL, whole seconds; a crashed instance's node IDs are free again after it")
 	fs.DurationVar(&f.leaseRetryMax, "lease-retry-max", idservice.DefaultLeaseRetryMax, "longest wait between attempts to lease a node ID of a layout that has none (all leased, or the store failing)")
 	fs.Int64Var(&f.maxBody, "max-body", idservice.DefaultMaxBodyBytes, "largest request body, bytes")

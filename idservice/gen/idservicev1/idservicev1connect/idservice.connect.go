@@ -6,8 +6,8 @@
 // over TLS through ALPN, or h2c without TLS).
 //
 // Authentication: with a token file, every method wants the metadata
-// "authorization: Bearer TOKEN" of an issue token (CreateSequence: an admin
-// token). No or an unknown token is UNAUTHENTICATED, a token without the
+// "authorization: Bearer TOKEN" of an issue token (CreateSequence,
+// AlterSequence and RetireSequence: an admin token). No or an unknown token is UNAUTHENTICATED, a token without the
 // scope PERMISSION_DENIED.
 //
 // Errors: a gRPC status whose message starts with the HTTP API's stable
@@ -55,6 +55,13 @@ const (
 	IDServiceCreateSequenceProcedure = "/cqlseq.idservice.v1.IDService/CreateSequence"
 	// IDServiceGetSequenceProcedure is the fully-qualified name of the IDService's GetSequence RPC.
 	IDServiceGetSequenceProcedure = "/cqlseq.idservice.v1.IDService/GetSequence"
+	// IDServiceListSequencesProcedure is the fully-qualified name of the IDService's ListSequences RPC.
+	IDServiceListSequencesProcedure = "/cqlseq.idservice.v1.IDService/ListSequences"
+	// IDServiceAlterSequenceProcedure is the fully-qualified name of the IDService's AlterSequence RPC.
+	IDServiceAlterSequenceProcedure = "/cqlseq.idservice.v1.IDService/AlterSequence"
+	// IDServiceRetireSequenceProcedure is the fully-qualified name of the IDService's RetireSequence
+	// RPC.
+	IDServiceRetireSequenceProcedure = "/cqlseq.idservice.v1.IDService/RetireSequence"
 	// IDServiceNextSequenceProcedure is the fully-qualified name of the IDService's NextSequence RPC.
 	IDServiceNextSequenceProcedure = "/cqlseq.idservice.v1.IDService/NextSequence"
 	// IDServiceNextTimeshardProcedure is the fully-qualified name of the IDService's NextTimeshard RPC.
@@ -77,6 +84,19 @@ type IDServiceClient interface {
 	CreateSequence(context.Context, *connect.Request[idservicev1.CreateSequenceRequest]) (*connect.Response[idservicev1.CreateSequenceResponse], error)
 	// GetSequence returns a sequence's definition and stored state.
 	GetSequence(context.Context, *connect.Request[idservicev1.GetSequenceRequest]) (*connect.Response[idservicev1.GetSequenceResponse], error)
+	// ListSequences lists the sequences by name, a page at a time, retired
+	// ones included (GET /v1/sequences).
+	ListSequences(context.Context, *connect.Request[idservicev1.ListSequencesRequest]) (*connect.Response[idservicev1.ListSequencesResponse], error)
+	// AlterSequence changes a sequence's chunk size or adaptive flag, from
+	// each instance's next chunk on (admin scope; PATCH
+	// /v1/sequences/{name}). Unknown: NOT_FOUND; retired:
+	// FAILED_PRECONDITION (sequence_retired).
+	AlterSequence(context.Context, *connect.Request[idservicev1.AlterSequenceRequest]) (*connect.Response[idservicev1.AlterSequenceResponse], error)
+	// RetireSequence retires a sequence: it hands out no more values
+	// (NextSequence: FAILED_PRECONDITION, sequence_retired), stays listed,
+	// and its name cannot be created again (admin scope; DELETE
+	// /v1/sequences/{name}). Retiring a retired sequence is not an error.
+	RetireSequence(context.Context, *connect.Request[idservicev1.RetireSequenceRequest]) (*connect.Response[idservicev1.RetireSequenceResponse], error)
 	// NextSequence hands out count values of a sequence, increasing within
 	// the serving instance. Every value allocated: RESOURCE_EXHAUSTED
 	// (sequence_exhausted).
@@ -113,6 +133,24 @@ func NewIDServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...c
 			httpClient,
 			baseURL+IDServiceGetSequenceProcedure,
 			connect.WithSchema(iDServiceMethods.ByName("GetSequence")),
+			connect.WithClientOptions(opts...),
+		),
+		listSequences: connect.NewClient[idservicev1.ListSequencesRequest, idservicev1.ListSequencesResponse](
+			httpClient,
+			baseURL+IDServiceListSequencesProcedure,
+			connect.WithSchema(iDServiceMethods.ByName("ListSequences")),
+			connect.WithClientOptions(opts...),
+		),
+		alterSequence: connect.NewClient[idservicev1.AlterSequenceRequest, idservicev1.AlterSequenceResponse](
+			httpClient,
+			baseURL+IDServiceAlterSequenceProcedure,
+			connect.WithSchema(iDServiceMethods.ByName("AlterSequence")),
+			connect.WithClientOptions(opts...),
+		),
+		retireSequence: connect.NewClient[idservicev1.RetireSequenceRequest, idservicev1.RetireSequenceResponse](
+			httpClient,
+			baseURL+IDServiceRetireSequenceProcedure,
+			connect.WithSchema(iDServiceMethods.ByName("RetireSequence")),
 			connect.WithClientOptions(opts...),
 		),
 		nextSequence: connect.NewClient[idservicev1.NextSequenceRequest, idservicev1.NextSequenceResponse](
@@ -152,6 +190,9 @@ func NewIDServiceClient(httpClient connect.HTTPClient, baseURL string, opts ...c
 type iDServiceClient struct {
 	createSequence     *connect.Client[idservicev1.CreateSequenceRequest, idservicev1.CreateSequenceResponse]
 	getSequence        *connect.Client[idservicev1.GetSequenceRequest, idservicev1.GetSequenceResponse]
+	listSequences      *connect.Client[idservicev1.ListSequencesRequest, idservicev1.ListSequencesResponse]
+	alterSequence      *connect.Client[idservicev1.AlterSequenceRequest, idservicev1.AlterSequenceResponse]
+	retireSequence     *connect.Client[idservicev1.RetireSequenceRequest, idservicev1.RetireSequenceResponse]
 	nextSequence       *connect.Client[idservicev1.NextSequenceRequest, idservicev1.NextSequenceResponse]
 	nextTimeshard      *connect.Client[idservicev1.NextTimeshardRequest, idservicev1.NextTimeshardResponse]
 	decomposeTimeshard *connect.Client[idservicev1.DecomposeTimeshardRequest, idservicev1.DecomposeTimeshardResponse]
@@ -167,6 +208,21 @@ func (c *iDServiceClient) CreateSequence(ctx context.Context, req *connect.Reque
 // GetSequence calls cqlseq.idservice.v1.IDService.GetSequence.
 func (c *iDServiceClient) GetSequence(ctx context.Context, req *connect.Request[idservicev1.GetSequenceRequest]) (*connect.Response[idservicev1.GetSequenceResponse], error) {
 	return c.getSequence.CallUnary(ctx, req)
+}
+
+// ListSequences calls cqlseq.idservice.v1.IDService.ListSequences.
+func (c *iDServiceClient) ListSequences(ctx context.Context, req *connect.Request[idservicev1.ListSequencesRequest]) (*connect.Response[idservicev1.ListSequencesResponse], error) {
+	return c.listSequences.CallUnary(ctx, req)
+}
+
+// AlterSequence calls cqlseq.idservice.v1.IDService.AlterSequence.
+func (c *iDServiceClient) AlterSequence(ctx context.Context, req *connect.Request[idservicev1.AlterSequenceRequest]) (*connect.Response[idservicev1.AlterSequenceResponse], error) {
+	return c.alterSequence.CallUnary(ctx, req)
+}
+
+// RetireSequence calls cqlseq.idservice.v1.IDService.RetireSequence.
+func (c *iDServiceClient) RetireSequence(ctx context.Context, req *connect.Request[idservicev1.RetireSequenceRequest]) (*connect.Response[idservicev1.RetireSequenceResponse], error) {
+	return c.retireSequence.CallUnary(ctx, req)
 }
 
 // NextSequence calls cqlseq.idservice.v1.IDService.NextSequence.
@@ -203,6 +259,19 @@ type IDServiceHandler interface {
 	CreateSequence(context.Context, *connect.Request[idservicev1.CreateSequenceRequest]) (*connect.Response[idservicev1.CreateSequenceResponse], error)
 	// GetSequence returns a sequence's definition and stored state.
 	GetSequence(context.Context, *connect.Request[idservicev1.GetSequenceRequest]) (*connect.Response[idservicev1.GetSequenceResponse], error)
+	// ListSequences lists the sequences by name, a page at a time, retired
+	// ones included (GET /v1/sequences).
+	ListSequences(context.Context, *connect.Request[idservicev1.ListSequencesRequest]) (*connect.Response[idservicev1.ListSequencesResponse], error)
+	// AlterSequence changes a sequence's chunk size or adaptive flag, from
+	// each instance's next chunk on (admin scope; PATCH
+	// /v1/sequences/{name}). Unknown: NOT_FOUND; retired:
+	// FAILED_PRECONDITION (sequence_retired).
+	AlterSequence(context.Context, *connect.Request[idservicev1.AlterSequenceRequest]) (*connect.Response[idservicev1.AlterSequenceResponse], error)
+	// RetireSequence retires a sequence: it hands out no more values
+	// (NextSequence: FAILED_PRECONDITION, sequence_retired), stays listed,
+	// and its name cannot be created again (admin scope; DELETE
+	// /v1/sequences/{name}). Retiring a retired sequence is not an error.
+	RetireSequence(context.Context, *connect.Request[idservicev1.RetireSequenceRequest]) (*connect.Response[idservicev1.RetireSequenceResponse], error)
 	// NextSequence hands out count values of a sequence, increasing within
 	// the serving instance. Every value allocated: RESOURCE_EXHAUSTED
 	// (sequence_exhausted).
@@ -235,6 +304,24 @@ func NewIDServiceHandler(svc IDServiceHandler, opts ...connect.HandlerOption) (s
 		IDServiceGetSequenceProcedure,
 		svc.GetSequence,
 		connect.WithSchema(iDServiceMethods.ByName("GetSequence")),
+		connect.WithHandlerOptions(opts...),
+	)
+	iDServiceListSequencesHandler := connect.NewUnaryHandler(
+		IDServiceListSequencesProcedure,
+		svc.ListSequences,
+		connect.WithSchema(iDServiceMethods.ByName("ListSequences")),
+		connect.WithHandlerOptions(opts...),
+	)
+	iDServiceAlterSequenceHandler := connect.NewUnaryHandler(
+		IDServiceAlterSequenceProcedure,
+		svc.AlterSequence,
+		connect.WithSchema(iDServiceMethods.ByName("AlterSequence")),
+		connect.WithHandlerOptions(opts...),
+	)
+	iDServiceRetireSequenceHandler := connect.NewUnaryHandler(
+		IDServiceRetireSequenceProcedure,
+		svc.RetireSequence,
+		connect.WithSchema(iDServiceMethods.ByName("RetireSequence")),
 		connect.WithHandlerOptions(opts...),
 	)
 	iDServiceNextSequenceHandler := connect.NewUnaryHandler(
@@ -273,6 +360,12 @@ func NewIDServiceHandler(svc IDServiceHandler, opts ...connect.HandlerOption) (s
 			iDServiceCreateSequenceHandler.ServeHTTP(w, r)
 		case IDServiceGetSequenceProcedure:
 			iDServiceGetSequenceHandler.ServeHTTP(w, r)
+		case IDServiceListSequencesProcedure:
+			iDServiceListSequencesHandler.ServeHTTP(w, r)
+		case IDServiceAlterSequenceProcedure:
+			iDServiceAlterSequenceHandler.ServeHTTP(w, r)
+		case IDServiceRetireSequenceProcedure:
+			iDServiceRetireSequenceHandler.ServeHTTP(w, r)
 		case IDServiceNextSequenceProcedure:
 			iDServiceNextSequenceHandler.ServeHTTP(w, r)
 		case IDServiceNextTimeshardProcedure:
@@ -298,6 +391,18 @@ func (UnimplementedIDServiceHandler) CreateSequence(context.Context, *connect.Re
 
 func (UnimplementedIDServiceHandler) GetSequence(context.Context, *connect.Request[idservicev1.GetSequenceRequest]) (*connect.Response[idservicev1.GetSequenceResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cqlseq.idservice.v1.IDService.GetSequence is not implemented"))
+}
+
+func (UnimplementedIDServiceHandler) ListSequences(context.Context, *connect.Request[idservicev1.ListSequencesRequest]) (*connect.Response[idservicev1.ListSequencesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cqlseq.idservice.v1.IDService.ListSequences is not implemented"))
+}
+
+func (UnimplementedIDServiceHandler) AlterSequence(context.Context, *connect.Request[idservicev1.AlterSequenceRequest]) (*connect.Response[idservicev1.AlterSequenceResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cqlseq.idservice.v1.IDService.AlterSequence is not implemented"))
+}
+
+func (UnimplementedIDServiceHandler) RetireSequence(context.Context, *connect.Request[idservicev1.RetireSequenceRequest]) (*connect.Response[idservicev1.RetireSequenceResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cqlseq.idservice.v1.IDService.RetireSequence is not implemented"))
 }
 
 func (UnimplementedIDServiceHandler) NextSequence(context.Context, *connect.Request[idservicev1.NextSequenceRequest]) (*connect.Response[idservicev1.NextSequenceResponse], error) {

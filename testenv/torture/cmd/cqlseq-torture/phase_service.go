@@ -30,7 +30,9 @@ import (
 // --shutdown-timeout, and its restart take the node IDs it released) and
 // restarted, instances SIGKILLed and restarted; in the full campaign
 // (not -short, -node-faults > 0, -state) also a node SIGKILLed and
-// restarted and one SIGSTOPped. Then checkService reads every body: no ID
+// restarted and one SIGSTOPped. Meanwhile the admin load
+// (phase_service_admin.go) alters sequences and retires one. Then
+// checkService reads every body: no ID
 // twice (per galloc sequence, per timeshard layout, Leaf's paths in the
 // same sets), every non-2xx answer or transport error inside a fault
 // window that explains it, galloc's waste within 2 chunks per instance
@@ -59,7 +61,7 @@ const (
 	svcReadyTimeout    = 90 * time.Second
 )
 
-var svcSequences = []string{"svc_a", "svc_b"}
+var svcSequences = []string{"svc_a", "svc_b", svcAdaptiveSeq, svcRetiredSeq}
 
 // svcTargets are each attack's targets, taken in turn: galloc next
 // (single and small batches), timeshard next of both layouts (a batch of
@@ -77,6 +79,9 @@ var svcTargets = []string{
 	"POST /v1/timeshard/63/next?count=4",
 	"POST /v1/timeshard/53/next",
 	"POST /v1/timeshard/53/next?count=300",
+	"POST /v1/sequences/svc_c/next?count=2",
+	"GET /api/segment/get/svc_r",
+	"POST /v1/sequences/svc_r/next?count=2",
 }
 
 // svcInstance is one serve instance: its port stays across restarts (so
@@ -164,7 +169,21 @@ func (s *svcCampaign) run(ctx context.Context) error {
 		}
 	}
 	loadBegan := time.Now()
-	t.logf("service: keyspace %s, instances on ports %s, vegeta at %d req/s each; faults follow", ks, s.ports(), svcRate)
+	t.logf("service: keyspace %s, instances on ports %s, vegeta at %d req/s each; faults and alters follow", ks, s.ports(), svcRate)
+	admin := s.startAdmin(ctx)
+	adminStopped := false
+	stopAdmin := func() {
+		if adminStopped {
+			return
+		}
+		adminStopped = true
+		note, problem := admin.stop()
+		s.notes = append(s.notes, note)
+		if problem != "" {
+			s.fail("%s", problem)
+		}
+	}
+	defer stopAdmin()
 
 	settle := 6 * time.Second
 	kills := 2
@@ -176,6 +195,10 @@ func (s *svcCampaign) run(ctx context.Context) error {
 	}
 	victim := 1 + t.rng.IntN(svcInstances)
 	if err := s.terminate(ctx, s.inst[victim-1]); err != nil {
+		return err
+	}
+	retired, err := s.retire(ctx)
+	if err != nil {
 		return err
 	}
 	for k := range kills {
@@ -215,6 +238,7 @@ func (s *svcCampaign) run(ctx context.Context) error {
 		return err
 	}
 	s.checkNodes("at the end")
+	stopAdmin()
 	load := time.Since(loadBegan)
 	// The attacks first (vegeta writes its last results on SIGINT), then
 	// the instances.
@@ -236,7 +260,8 @@ func (s *svcCampaign) run(ctx context.Context) error {
 		results = append(results, rs...)
 	}
 	slices.SortStableFunc(results, func(a, b svcResult) int { return a.Timestamp.Compare(b.Timestamp) })
-	cfg := svcCheckConfig{Sequences: svcSequences, ChunkSize: svcChunk, Starts: s.starts, InstanceGrace: svcInstanceGrace, NodeGrace: svcNodeGrace}
+	cfg := svcCheckConfig{Sequences: svcSequences, ChunkSize: svcChunk, Starts: s.starts, InstanceGrace: svcInstanceGrace, NodeGrace: svcNodeGrace,
+		MaxChunk: svcMaxChunk, Retired: map[string]svcRetire{svcRetiredSeq: retired}, RetireGrace: svcRetireGrace}
 	rep := checkService(results, s.faults, cfg)
 	problems := append(rep.Problems(), s.problems...)
 	for _, e := range rep.Examples {
@@ -418,7 +443,7 @@ func (s *svcCampaign) checkNodes(when string) {
 }
 
 func (s *svcCampaign) createSequence(ctx context.Context, name string) error {
-	body := fmt.Sprintf(`{"name":%q,"type":"bigint","start":1,"step":1,"chunk_size":%d}`, name, svcChunk)
+	body := fmt.Sprintf(`{"name":%q,"type":"bigint","start":1,"step":1,"chunk_size":%d,"adaptive":%v}`, name, svcChunk, name == svcAdaptiveSeq)
 	code, err := s.call(ctx, http.MethodPost, s.inst[0].base()+"/v1/sequences", s.admin, body, nil)
 	if err != nil {
 		return fmt.Errorf("service: creating sequence %s: %w", name, err)

@@ -69,6 +69,30 @@ type svcCheckConfig struct {
 	// fault, vegeta's connections of the old process; for a node fault,
 	// the drivers reconnecting and the leases taken again.
 	InstanceGrace, NodeGrace time.Duration
+	// MaxChunk is, per sequence, the largest chunk it may have had (its
+	// chunk size altered during the load, or adaptive: up to
+	// galloc.MaxAdaptiveChunkSize); ChunkSize for one not listed.
+	MaxChunk map[string]int64
+	// Retired are the sequences retired during the load (svcRetire).
+	Retired map[string]svcRetire
+	// RetireGrace is how long after a retirement's acknowledgement an
+	// instance that did not serve it may still hand out the values it
+	// holds: the service's --probe-interval and a request's time.
+	RetireGrace time.Duration
+}
+
+// svcRetire is when a sequence's retirement (DELETE
+// /v1/sequences/{name}) was sent and when its 200 came back.
+type svcRetire struct {
+	Sent, Acked time.Time
+}
+
+// chunkOf is the largest chunk of sequence name.
+func (c svcCheckConfig) chunkOf(name string) int64 {
+	if n, ok := c.MaxChunk[name]; ok {
+		return n
+	}
+	return c.ChunkSize
 }
 
 // svcWaste is one galloc sequence's waste.
@@ -97,6 +121,9 @@ type svcReport struct {
 	Explained   map[string]int
 	Unexplained map[string]int
 	Waste       map[string]*svcWaste
+	// AfterRetire counts 2xx answers of a retired sequence to requests
+	// sent more than RetireGrace after its retirement was acknowledged.
+	AfterRetire int
 	// Examples of each violation (at most a few each).
 	Examples []string
 }
@@ -114,6 +141,9 @@ func (r *svcReport) Problems() []string {
 	var bad []string
 	if r.Duplicates > 0 {
 		bad = append(bad, fmt.Sprintf("%d IDs handed out twice", r.Duplicates))
+	}
+	if r.AfterRetire > 0 {
+		bad = append(bad, fmt.Sprintf("%d values of a retired sequence handed out after its retirement had reached every instance", r.AfterRetire))
 	}
 	if r.BadBodies > 0 {
 		bad = append(bad, fmt.Sprintf("%d 2xx bodies not as the route answers", r.BadBodies))
@@ -307,6 +337,12 @@ func checkService(results []svcResult, faults []svcFault, cfg svcCheckConfig) *s
 				r.example("instance %d %s %s at %s: %v", res.Instance, res.Method, res.URL, res.Timestamp.Format("15:04:05.000"), err)
 				continue
 			}
+			if rt, ok := cfg.Retired[strings.TrimPrefix(tg.set, "galloc/")]; ok && strings.HasPrefix(tg.set, "galloc/") &&
+				res.Timestamp.After(rt.Acked.Add(cfg.RetireGrace)) {
+				r.AfterRetire++
+				r.example("instance %d %s %s at %s: 2xx, %.1f s after %s's retirement was acknowledged", res.Instance, res.Method, res.URL,
+					res.Timestamp.Format("15:04:05.000"), res.Timestamp.Sub(rt.Acked).Seconds(), tg.set)
+			}
 			set := seen[tg.set]
 			if set == nil {
 				set = map[int64]origin{}
@@ -331,6 +367,11 @@ func checkService(results []svcResult, faults []svcFault, cfg svcCheckConfig) *s
 			unanswered[tg.set] += int64(tg.count)
 		}
 		begin, end := res.Timestamp, res.Timestamp.Add(time.Duration(res.Latency))
+		if rt, ok := cfg.Retired[strings.TrimPrefix(tg.set, "galloc/")]; ok && strings.HasPrefix(tg.set, "galloc/") &&
+			(class == "410 sequence_retired" || class == "500 leaf sequence_retired") && !end.Before(rt.Sent) {
+			r.Explained["retire / "+class]++
+			continue
+		}
 		explained := ""
 		for _, f := range faults {
 			grace := cfg.InstanceGrace
@@ -355,7 +396,7 @@ func checkService(results []svcResult, faults []svcFault, cfg svcCheckConfig) *s
 	}
 	for _, s := range cfg.Sequences {
 		set := "galloc/" + s
-		w := &svcWaste{Unanswered: unanswered[set], Bound: 2*cfg.ChunkSize*int64(cfg.Starts) + unanswered[set]}
+		w := &svcWaste{Unanswered: unanswered[set], Bound: 2*cfg.chunkOf(s)*int64(cfg.Starts) + unanswered[set]}
 		ids := seen[set]
 		if len(ids) > 0 {
 			w.Min, w.Max = int64(^uint64(0)>>1), 0

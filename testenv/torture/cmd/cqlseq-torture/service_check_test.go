@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -167,5 +168,69 @@ func TestErrorClass(t *testing.T) {
 		if got := errorClass(c.r); got != c.want {
 			t.Errorf("errorClass(%q, %d) = %q, want %q", c.r.Error, c.r.Code, got, c.want)
 		}
+	}
+}
+
+// TestCheckServiceRetired: a retired sequence's 410 (and Leaf's 500 with
+// sequence_retired) are explained once the retirement was sent, and
+// unexplained before it or on a sequence not retired; a 2xx of it is
+// allowed until RetireGrace after the acknowledgement, and a violation
+// after.
+func TestCheckServiceRetired(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	cfg := svcCfg
+	cfg.Retired = map[string]svcRetire{"a": {Sent: at(10), Acked: at(10.1)}}
+	cfg.RetireGrace = 2 * time.Second
+	gone := func(inst int, s float64, path string) svcResult {
+		res := svcResult{Instance: inst, Code: 410, Timestamp: at(s), Latency: int64(time.Millisecond), Method: "POST", URL: "http://127.0.0.1:1" + path,
+			Body: []byte(`{"code":"sequence_retired","message":"galloc: sequence retired"}`)}
+		if strings.HasPrefix(path, "/api") {
+			res.Method, res.Code = "GET", 500
+			res.Body = []byte(`{"timestamp":1,"status":500,"message":"Result{id=-2, status=EXCEPTION}","code":"sequence_retired"}`)
+		}
+		return res
+	}
+	ok := func(inst int, s float64, id int) svcResult {
+		return svcResult{Instance: inst, Code: 200, Timestamp: at(s), Latency: int64(time.Millisecond), Method: "POST",
+			URL: "http://127.0.0.1:1/v1/sequences/a/next", Body: []byte(fmt.Sprintf(`{"ids":[%d]}`, id))}
+	}
+	clean := append(svcRun(t0), ok(2, 11, 23), gone(1, 10.05, "/v1/sequences/a/next"), gone(2, 12, "/api/segment/get/a"), gone(1, 30, "/v1/sequences/a/next"))
+	r := checkService(clean, nil, cfg)
+	if p := r.Problems(); len(p) > 0 {
+		t.Fatalf("problems: %v (%v)", p, r.Examples)
+	}
+	if r.Explained["retire / 410 sequence_retired"] != 2 || r.Explained["retire / 500 leaf sequence_retired"] != 1 {
+		t.Fatalf("explained %v", r.Explained)
+	}
+	for _, c := range []struct {
+		name string
+		res  svcResult
+		want string
+	}{
+		{"410 before the retirement", gone(1, 9, "/v1/sequences/a/next"), "no fault explains"},
+		{"410 of another sequence", gone(1, 20, "/v1/sequences/b/next"), "no fault explains"},
+		{"2xx after the grace", ok(2, 12.2, 24), "after its retirement"},
+	} {
+		r := checkService(append(svcRun(t0), c.res), nil, cfg)
+		if p := r.Problems(); len(p) != 1 || !strings.Contains(p[0], c.want) {
+			t.Errorf("%s: problems %v, want one containing %q", c.name, p, c.want)
+		}
+	}
+}
+
+// TestCheckServiceMaxChunk: the waste bound of a sequence whose chunks
+// grew (altered, adaptive) is two of its largest chunks per start.
+func TestCheckServiceMaxChunk(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	res := append(svcRun(t0), svcResult{Instance: 2, Code: 200, Timestamp: t0.Add(5 * time.Second), Method: "POST",
+		URL: "http://127.0.0.1:1/v1/sequences/a/next", Body: []byte(`{"ids":[300]}`)})
+	if p := checkService(res, nil, svcCfg).Problems(); len(p) != 1 || !strings.Contains(p[0], "wasted") {
+		t.Fatalf("chunk 10: problems %v, want the waste", p)
+	}
+	cfg := svcCfg
+	cfg.MaxChunk = map[string]int64{"a": 100}
+	if p := checkService(res, nil, cfg).Problems(); len(p) > 0 {
+		t.Fatalf("chunk up to 100: problems %v", p)
 	}
 }
