@@ -41,12 +41,7 @@ func TestHeadReadsAndWritesWhatTheLastTagWrote(t *testing.T) {
 	head := build(t, root, "", filepath.Join(dir, "cqlseq-head"))
 	store := []string{"--file", filepath.Join(dir, "cqlseq.db")}
 	acks := filepath.Join(dir, "acks.log")
-	bench := func(bin, mode string) (string, error) {
-		args := append(append([]string{"bench"}, store...), "--mode", mode, "--duration", "1s", "--partitions", "2",
-			"--workspaces", "50", "--concurrency", "4", "--ack-log", acks)
-		b, err := exec.Command(bin, args...).CombinedOutput()
-		return string(b), err
-	}
+	bench := owner(store, acks)
 	mustRun := func(who, bin, mode string) {
 		t.Helper()
 		before := lines(t, acks)

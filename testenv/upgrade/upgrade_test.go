@@ -60,15 +60,7 @@ func TestUpgradeFromBeforeVersionRangesAndRollback(t *testing.T) {
 // AndRollback on the store that the bench and verify flags store name.
 func upgradeAndRollback(t *testing.T, old, head string, store []string) {
 	acks := filepath.Join(t.TempDir(), "acks.log")
-	bench := func(bin, mode string) (string, error) {
-		args := append(append([]string{"bench"}, store...), "--mode", mode, "--duration", "1s", "--partitions", "2",
-			"--workspaces", "50", "--concurrency", "4", "--ack-log", acks)
-		cmd := exec.Command(bin, args...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		err := cmd.Run()
-		return stderr.String(), err
-	}
+	bench := owner(store, acks)
 	mustRun := func(who, bin, mode string) {
 		t.Helper()
 		before := lines(t, acks)
@@ -105,6 +97,21 @@ func upgradeAndRollback(t *testing.T, old, head string, store []string) {
 		t.Fatalf("verify --acks: %v\n%s", err, v)
 	}
 	t.Logf("verify: %s", lastLine(string(v)))
+}
+
+// owner returns a runner of one owner: cqlseq bench of bin in mode for 1 s
+// on store, appending its acknowledgements to acks; it returns bench's
+// stderr and its error.
+func owner(store []string, acks string) func(bin, mode string) (string, error) {
+	return func(bin, mode string) (string, error) {
+		args := append(append([]string{"bench"}, store...), "--mode", mode, "--duration", "1s", "--partitions", "2",
+			"--workspaces", "50", "--concurrency", "4", "--ack-log", acks)
+		cmd := exec.Command(bin, args...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		return stderr.String(), err
+	}
 }
 
 func repoRoot(t *testing.T) string {
