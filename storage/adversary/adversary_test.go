@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -354,6 +355,35 @@ func TestCrashedClient(t *testing.T) {
 		core.DeliverAll()
 		assert.Equal(t, map[string]string{"c": "x"}, dumpP(t, inner), "the held write landed")
 		assert.Contains(t, core.Trace(), "#1 dead crashed")
+	})
+}
+
+// TestCrashAfterFaults: an armed client crashes as it answers its n-th
+// faulted write, conditional or not; its held writes may still land.
+func TestCrashAfterFaults(t *testing.T) {
+	flavours(t, func(t *testing.T, multi bool) {
+		core, inner := newCore(t, only(adversary.Options{Multi: multi, WriteHeld: 1, CondLost: 1}))
+		cl := core.Client("armed")
+		cl.CrashAfterFaults(2)
+		require.ErrorIs(t, cl.Put(ctx, p, c, []byte("x")), storage.ErrUnavailable)
+		_, _, err := cl.Get(ctx, p, c)
+		require.NoError(t, err, "one fault: still alive")
+		_, err = cl.InsertIfNotExists(ctx, p, []byte("d"), []byte("y"), 0)
+		require.ErrorIs(t, err, storage.ErrUnknownOutcome, "the second fault is answered")
+		_, _, err = cl.Get(ctx, p, c)
+		require.ErrorIs(t, err, adversary.ErrCrashed, "and the client is dead after it")
+		core.DeliverAll()
+		assert.Equal(t, map[string]string{"c": "x", "d": "y"}, dumpP(t, inner), "its held write landed")
+		assert.Contains(t, strings.Join(core.Trace(), "\n"), "armed crashed after a faulted write")
+
+		disarmed := core.Client("disarmed")
+		disarmed.CrashAfterFaults(1)
+		disarmed.CrashAfterFaults(0)
+		for range 3 {
+			require.ErrorIs(t, disarmed.Put(ctx, p, c, []byte("z")), storage.ErrUnavailable)
+		}
+		_, _, err = disarmed.Get(ctx, p, c)
+		require.NoError(t, err, "disarmed: never crashes")
 	})
 }
 

@@ -32,6 +32,13 @@ type Client interface {
 	// the store, as a dead process sends nothing more. Its writes already
 	// held stay held and may still land.
 	Crash()
+
+	// CrashAfterFaults arms a crash: the client crashes (as Crash) as it
+	// answers the n-th write the adversary faults from now on (an answer
+	// lost, a write held, applied in part or not sent), so that the
+	// process dies without learning what became of that write: the moment
+	// whose late delivery matters most. n <= 0 disarms it.
+	CrashAfterFaults(n int)
 }
 
 // client is a Client of the CQL flavour: not a storage.MultiApplier.
@@ -40,6 +47,9 @@ type client struct {
 	name    string
 	crashed atomic.Bool
 	closed  atomic.Bool
+	// crashIn is how many more faulted writes the client answers before
+	// it crashes (CrashAfterFaults); 0: not armed. Guarded by core.mu.
+	crashIn int
 }
 
 // multiClient is a Client of the embedded flavour: a storage.MultiApplier.
@@ -85,8 +95,28 @@ func (cl *client) Crash() {
 	c := cl.core
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	cl.crashLocked("crashed")
+}
+
+func (cl *client) crashLocked(how string) {
 	if !cl.crashed.Swap(true) {
-		c.traceLocked("%s crashed", cl.name)
+		cl.core.traceLocked("%s %s", cl.name, how)
+	}
+}
+
+func (cl *client) CrashAfterFaults(n int) {
+	cl.core.mu.Lock()
+	defer cl.core.mu.Unlock()
+	cl.crashIn = max(n, 0)
+}
+
+// faultedLocked counts a faulted write toward an armed crash.
+func (cl *client) faultedLocked() {
+	if cl.crashIn == 0 {
+		return
+	}
+	if cl.crashIn--; cl.crashIn == 0 {
+		cl.crashLocked("crashed after a faulted write (CrashAfterFaults)")
 	}
 }
 
@@ -302,11 +332,13 @@ func (cl *client) write(ctx context.Context, k call, rows []storage.Row, valid b
 		}
 		c.mu.stats.WriteLost++
 		c.traceLocked("%s: applied, answer lost", k)
+		cl.faultedLocked()
 		return k.fail("applied, answer lost", storage.ErrUnavailable)
 	case 1:
 		c.mu.stats.WriteHeld++
 		ids := cl.holdRowsLocked(k, rows, put)
 		c.traceLocked("%s: held as %s", k, ids)
+		cl.faultedLocked()
 		return k.fail("held back", storage.ErrUnavailable)
 	case 2:
 		var now, later []storage.Row
@@ -325,6 +357,7 @@ func (cl *client) write(ctx context.Context, k call, rows []storage.Row, valid b
 		c.mu.stats.WritePartial++
 		ids := cl.holdRowsLocked(k, later, put)
 		c.traceLocked("%s: %d rows applied, the rest held as %s", k, len(now), ids)
+		cl.faultedLocked()
 		return k.fail("partly applied", storage.ErrUnavailable)
 	}
 	if err := put(ctx, rows); err != nil {
@@ -378,15 +411,18 @@ func (cl *client) cond(ctx context.Context, k call, valid bool, now condFunc, la
 		}
 		c.mu.stats.CondLost++
 		c.traceLocked("%s: applied=%v, answer lost", k, ok)
+		cl.faultedLocked()
 		return false, k.fail("answer lost", storage.ErrUnknownOutcome)
 	case 1:
 		c.mu.stats.CondHeld++
 		id := c.holdLocked(k.String(), later())
 		c.traceLocked("%s: held as h%d", k, id)
+		cl.faultedLocked()
 		return false, k.fail("held back", storage.ErrUnknownOutcome)
 	case 2:
 		c.mu.stats.CondNotSent++
 		c.traceLocked("%s: not sent", k)
+		cl.faultedLocked()
 		return false, k.fail("not sent", storage.ErrUnavailable)
 	}
 	ok, err := now(ctx)
