@@ -42,7 +42,10 @@ func Advance(ctx context.Context, o OpenOptions, m Margins) (*seqstorage.Advance
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	own, err := seqstorage.TakeOver(ctx, seqstorage.TakeOverOptions{Storage: o.Storage, App: o.App, Partition: o.Partition, FencePLog: o.AppStorage})
+	// Past the restore's lost period: its late writes (versioned or
+	// fenced) then replace and pass nothing this owner and its successors
+	// write.
+	own, err := seqstorage.TakeOver(ctx, seqstorage.TakeOverOptions{Storage: o.Storage, App: o.App, Partition: o.Partition, FencePLog: o.AppStorage, PastRestore: true})
 	if err != nil {
 		return nil, fmt.Errorf("apppart: advance: %w", err)
 	}
@@ -66,12 +69,20 @@ func Advance(ctx context.Context, o OpenOptions, m Margins) (*seqstorage.Advance
 		return nil, fmt.Errorf("apppart: advance: %w", err)
 	}
 	w := plog.NewMarkerWriter(o.AppStorage, o.Partition, own.Owner.Versions())
-	a, err := ss.Advance(ctx, seqstorage.AdvanceOptions{Numbers: m.Numbers, Offsets: m.Offsets, Writer: w, Initial: initialValues(o.SeqTypes)})
+	// Every event's records are written again, as the mode writes records
+	// (trust0: inserted if absent): the backup may lack some.
+	gw, err := plog.NewGroupWriter(plog.WriterOptions{Storage: o.AppStorage, Partition: o.Partition, Mode: o.Mode, Versions: own.Owner.Versions()}, own.Owner.Epoch())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	records, _ := gw.(plog.RecordsWriter)
+	a, err := ss.Advance(ctx, seqstorage.AdvanceOptions{Numbers: m.Numbers, Offsets: m.Offsets, Writer: w, Initial: initialValues(o.SeqTypes), Records: records})
 	if err != nil {
 		return nil, fmt.Errorf("apppart: %w", err)
 	}
 	o.Logger.Info("apppart: advanced partition", "app", o.App, "partition", o.Partition, "epoch", own.Owner.Epoch(),
-		"events_replayed", a.Events, "gap_at", a.Gap, "gap_offsets", m.Offsets, "next_plog_offset", a.Next, "floors", len(a.Floors))
+		"events_replayed", a.Events, "gap_at", a.Gap, "gap_offsets", m.Offsets, "next_plog_offset", a.Next, "floors", len(a.Floors),
+		"events_records_written", a.RecordEvents, "record_conflicts", len(a.RecordConflicts))
 	return a, nil
 }
 

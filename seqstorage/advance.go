@@ -28,6 +28,14 @@ type AdvanceOptions struct {
 	// Initial gives the workspaces' SeqIDs with their initial values, as
 	// for ActualizeOnce; a floor is at least an initial value less one.
 	Initial map[isequencer.SeqID]isequencer.Number
+	// Records, if not nil, writes the record rows of every event of the
+	// PLog (the mode's plog.RecordsWriter, with Options.Owner's versions):
+	// a backup may lack the records of any event, not only of those after
+	// its stored next offset: an event whose write's outcome was unknown
+	// is taken by its owner's replay without its records, and gets them
+	// when a caller settles it, which may be after the backup was taken.
+	// nil: none written (a PLog without record rows).
+	Records plog.RecordsWriter
 }
 
 // Validate reports every problem of o at once.
@@ -54,6 +62,13 @@ type Advanced struct {
 	// Gap is the offset of the gap marker written; the next PLog offset
 	// stored is Gap + Offsets + 1 (Actualized.Next).
 	Gap isequencer.PLogOffset
+	// RecordEvents is how many events' records AdvanceOptions.Records
+	// wrote; RecordConflicts the offsets of those whose records it refused
+	// because a record row names another offset (plog.ErrRecordConflict,
+	// ModeTrust0: the event stays stored without them, as when its owner
+	// is refused them; the row may be one the backup held).
+	RecordEvents    int
+	RecordConflicts []isequencer.PLogOffset
 }
 
 // Advance moves the partition's numbers and next PLog offset past what
@@ -69,9 +84,10 @@ type Advanced struct {
 //     is larger, plus o.Numbers: every workspace's number of the SeqID,
 //     a workspace the PLog does not name included, then reads as at
 //     least the floor, so none up to it is handed out again;
-//  3. writes a gap marker (plog.Event.Skip = o.Offsets) at the offset
+//  3. with o.Records, writes the record rows of every event;
+//  4. writes a gap marker (plog.Event.Skip = o.Offsets) at the offset
 //     after the last event, with o.Writer;
-//  4. stores the replay's numbers and the next offset after the gap.
+//  5. stores the replay's numbers and the next offset after the gap.
 //
 // Each step is written only if the ones before it were. An error leaves
 // the partition safe to advance again: the floors only grow, and a second
@@ -104,6 +120,12 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 		return fail(err)
 	}
 	s.floors.Store(floorMap(floors))
+	adv := &Advanced{Floors: floors}
+	if o.Records != nil {
+		if err := s.writeRecords(ctx, o.Records, a.Next, adv); err != nil {
+			return fail(fmt.Errorf("writing the events' records (floors written: advance again): %w", err))
+		}
+	}
 	gap := &plog.Event{Offset: a.Next, Skip: o.Offsets}
 	if err := o.Writer.WriteGroup(ctx, []*plog.Event{gap}); err != nil {
 		return fail(fmt.Errorf("writing the gap marker at PLog offset %d (floors written: advance again): %w", gap.Offset, err))
@@ -113,8 +135,39 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 		return fail(fmt.Errorf("the floors and the gap marker at %d are written; storing the next offset %d (advance again): %w", gap.Offset, a.Next, err))
 	}
 	a.Written = true
-	return &Advanced{Actualized: *a, Floors: floors, Gap: gap.Offset}, nil
+	adv.Actualized, adv.Gap = *a, gap.Offset
+	return adv, nil
 }
+
+// writeRecords writes, with w, the records of the events up to end
+// (exclusive), counting them in adv.
+func (s *Storage) writeRecords(ctx context.Context, w plog.RecordsWriter, end isequencer.PLogOffset, adv *Advanced) error {
+	var tail []*plog.Event
+	err := s.reader.ReadEvents(ctx, s.o.Partition, 1, func(e *plog.Event) error {
+		if e.Offset >= end {
+			return errStopRead
+		}
+		if e.Skip == 0 && len(e.Records) > 0 {
+			tail = append(tail, &plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, Records: slices.Clone(e.Records)})
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopRead) {
+		return err
+	}
+	for _, e := range tail {
+		switch err := w.WriteRecords(ctx, e); {
+		case errors.Is(err, plog.ErrRecordConflict):
+			adv.RecordConflicts = append(adv.RecordConflicts, e.Offset)
+		case err != nil:
+			return err
+		}
+		adv.RecordEvents++
+	}
+	return nil
+}
+
+var errStopRead = errors.New("seqstorage: read stopped")
 
 // raisedFloors returns the floors Advance writes: per SeqID, the largest
 // of its numbers a replayed (which the stored floors already raise), its

@@ -164,3 +164,45 @@ func TestAdvanceStopsAtAFailedStep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, isequencer.Number(1013), floors[0].Number)
 }
+
+// TestAdvanceWritesEveryEventsRecords: a backup may lack the record rows
+// of events below its stored next offset (an event its owner's replay took
+// without them, settled after the backup); Advance writes them for every
+// event, and in trust0 reports, without failing, an event whose record ID
+// a row naming another offset holds.
+func TestAdvanceWritesEveryEventsRecords(t *testing.T) {
+	for _, mode := range []plog.Mode{plog.ModeTrust0, plog.ModeTrust1, plog.ModeTrust2, plog.ModeFenced} {
+		t.Run(mode.String(), func(t *testing.T) {
+			ctx := context.Background()
+			st := mem.New(mem.Options{})
+			defer st.Close()
+			for off := isequencer.PLogOffset(1); off <= 3; off++ {
+				e := &plog.Event{Partition: part, Offset: off, WSID: 4, Numbers: []plog.SeqNumber{{SeqID: 1, Number: isequencer.Number(off)}}, Records: []plog.RecordID{plog.RecordID(100 + off)}}
+				b, err := plog.AppendEncoded(nil, e)
+				require.NoError(t, err)
+				require.NoError(t, st.Put(ctx, plog.EventPKey(part, off), plog.EventCCols(off), b))
+			}
+			before := newStorage(t, Options{Storage: st})
+			require.NoError(t, before.WriteValuesAndNextPLogOffset(nil, 4)) // every event below the stored offset
+			require.NoError(t, st.Put(ctx, plog.RecordPKey(4, 102), plog.RecordCCols(102), plog.RecordValue(99)))
+
+			s, w := advancer(t, st, mode)
+			adv, err := s.Advance(ctx, AdvanceOptions{Numbers: 10, Offsets: 10, Writer: w, Records: w.(plog.RecordsWriter)})
+			require.NoError(t, err)
+			assert.Equal(t, 3, adv.RecordEvents)
+			want := map[plog.RecordID]isequencer.PLogOffset{101: 1, 102: 2, 103: 3}
+			if mode == plog.ModeTrust0 {
+				assert.Equal(t, []isequencer.PLogOffset{2}, adv.RecordConflicts)
+				want[102] = 99
+			} else {
+				assert.Empty(t, adv.RecordConflicts)
+			}
+			for id, off := range want {
+				v, ok, err := st.Get(ctx, plog.RecordPKey(4, id), plog.RecordCCols(id))
+				require.NoError(t, err)
+				require.True(t, ok, "record %d", id)
+				assert.Equal(t, plog.RecordValue(off), v, "record %d", id)
+			}
+		})
+	}
+}

@@ -24,6 +24,10 @@ type TakeOverOptions struct {
 	// or after that offset. nil: the PLog is not fenced (a PLog this module
 	// does not write, such as Voedger's).
 	FencePLog storage.Storage
+	// PastRestore takes the epoch and versions past any the lost period of
+	// a restore may have taken (vvmadapter.Adapter.TakeOverPastRestore):
+	// the takeover of `cqlseq advance`.
+	PastRestore bool
 }
 
 // Ownership is what TakeOver took.
@@ -61,7 +65,11 @@ func TakeOver(ctx context.Context, o TakeOverOptions) (*Ownership, error) {
 		return nil, fmt.Errorf("seqstorage: taking over app %d partition %d: %w", o.App, o.Partition, err)
 	}
 	a := vvmadapter.New(o.Storage, o.App)
-	owner, err := a.TakeOver(ctx, o.Partition)
+	takeOver := a.TakeOver
+	if o.PastRestore {
+		takeOver = a.TakeOverPastRestore
+	}
+	owner, err := takeOver(ctx, o.Partition)
 	if err != nil {
 		return fail(err)
 	}

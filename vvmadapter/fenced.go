@@ -102,7 +102,7 @@ var ErrVersionSpace = errors.New("vvmadapter: the partition's write versions are
 // NextEpoch acquires a new epoch of partition part and returns it; see
 // takeEpoch.
 func (a *Adapter) NextEpoch(ctx context.Context, part isequencer.PartitionID) (uint64, error) {
-	r, _, err := a.takeEpoch(ctx, part)
+	r, _, err := a.takeEpoch(ctx, part, 0, 0)
 	return r.Epoch, err
 }
 
@@ -124,7 +124,10 @@ func (a *Adapter) NextEpoch(ctx context.Context, part isequencer.PartitionID) (u
 // wrapping ErrEpochContended. Other storage errors are returned wrapped;
 // a stored epoch of math.MaxUint64 is an error, and a version space
 // without room for another range is ErrVersionSpace.
-func (a *Adapter) takeEpoch(ctx context.Context, part isequencer.PartitionID) (r EpochRow, base uint64, err error) {
+//
+// skipEpochs and skipVersions (TakeOverPastRestore) leave that many epochs
+// and versions unused between the stored ones and those taken.
+func (a *Adapter) takeEpoch(ctx context.Context, part isequencer.PartitionID, skipEpochs, skipVersions uint64) (r EpochRow, base uint64, err error) {
 	pk, cc := PartKey(a.app, part), PartCCols(EpochCC)
 	var lastErr error
 	for range MaxNextEpochTries {
@@ -136,12 +139,12 @@ func (a *Adapter) takeEpoch(ctx context.Context, part isequencer.PartitionID) (r
 			return EpochRow{}, 0, err
 		}
 		switch {
-		case cur.Epoch == math.MaxUint64:
-			return EpochRow{}, 0, fmt.Errorf("vvmadapter: next epoch of partition %d: the epoch is at its maximum %d", part, cur.Epoch)
-		case cur.Top > storage.MaxVersion-a.versionRange:
+		case cur.Epoch >= math.MaxUint64-skipEpochs:
+			return EpochRow{}, 0, fmt.Errorf("vvmadapter: next epoch of partition %d: the epoch %d has no room for %d more", part, cur.Epoch, skipEpochs+1)
+		case cur.Top > storage.MaxVersion-a.versionRange-skipVersions:
 			return EpochRow{}, 0, fmt.Errorf("%w: partition %d: reserved up to %d", ErrVersionSpace, part, cur.Top)
 		}
-		next := EpochRow{Epoch: cur.Epoch + 1, Top: cur.Top + a.versionRange}
+		next := EpochRow{Epoch: cur.Epoch + skipEpochs + 1, Top: cur.Top + skipVersions + a.versionRange}
 		var ok bool
 		if raw != nil {
 			ok, err = a.st.CompareAndSwap(ctx, pk, cc, raw, EncodeEpochRow(next), 0)
@@ -150,7 +153,7 @@ func (a *Adapter) takeEpoch(ctx context.Context, part isequencer.PartitionID) (r
 		}
 		switch {
 		case err == nil && ok:
-			return next, cur.Top + 1, nil
+			return next, cur.Top + skipVersions + 1, nil
 		case err == nil:
 			lastErr = fmt.Errorf("lost the race to %d", next.Epoch)
 		case errors.Is(err, storage.ErrUnknownOutcome) && ctx.Err() == nil:

@@ -32,7 +32,34 @@ type Owner struct {
 // offset replace nothing the new owner writes, and it can no longer
 // extend its range. The errors are takeEpoch's.
 func (a *Adapter) TakeOver(ctx context.Context, part isequencer.PartitionID) (*Owner, error) {
-	r, base, err := a.takeEpoch(ctx, part)
+	return a.takeOver(ctx, part, 0, 0)
+}
+
+// Restore margins: what TakeOverPastRestore leaves unused above the stored
+// epoch row. A restore's lost period (from the backup to the restore) took
+// epochs and reserved version ranges above the backup's row, and its
+// writes may still land after the restore (a hint, a write held past its
+// timeout, a Paxos proposal completed late); the next owner must order
+// above all of them. A lost period has taken fewer than RestoreEpochs
+// epochs and reserved fewer than RestoreEpochs ranges (a takeover or an
+// extension a second for 12 days); the 62-bit version space holds 1,023
+// such skips besides a partition's own use.
+const (
+	RestoreEpochs   uint64 = 1 << 20
+	RestoreVersions        = RestoreEpochs * VersionRange
+)
+
+// TakeOverPastRestore is TakeOver for the first owner after a restore
+// (`cqlseq advance`): its epoch is RestoreEpochs above the stored one and
+// its range RestoreVersions above the stored top, so that its writes
+// replace every write of the lost period, however late that lands, and a
+// lost-period fenced owner's conditional write fails its fence.
+func (a *Adapter) TakeOverPastRestore(ctx context.Context, part isequencer.PartitionID) (*Owner, error) {
+	return a.takeOver(ctx, part, RestoreEpochs, RestoreVersions)
+}
+
+func (a *Adapter) takeOver(ctx context.Context, part isequencer.PartitionID, skipEpochs, skipVersions uint64) (*Owner, error) {
+	r, base, err := a.takeEpoch(ctx, part, skipEpochs, skipVersions)
 	if err != nil {
 		return nil, err
 	}

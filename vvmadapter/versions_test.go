@@ -132,3 +132,50 @@ func TestExtendUnknownOutcome(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, EpochRow{Epoch: 1, Top: 6}, r)
 }
+
+// TestTakeOverPastRestore: the owner after a restore orders above every
+// epoch and version a lost period of fewer than RestoreEpochs takeovers
+// took (a backup's row, then takeovers the restore forgot), and so does
+// every owner after it.
+func TestTakeOverPastRestore(t *testing.T) {
+	drivertest.Each(t, func(t *testing.T, st storage.Storage) {
+		ctx := context.Background()
+		a := New(st, 5)
+		_, err := a.TakeOver(ctx, 3)
+		require.NoError(t, err)
+		backup, _, err := st.Get(ctx, PartKey(5, 3), PartCCols(EpochCC))
+		require.NoError(t, err)
+
+		var lost *Owner // the lost period's last owner, with its range extended
+		for range 3 {
+			lost, err = a.TakeOver(ctx, 3)
+			require.NoError(t, err)
+		}
+		_, err = a.extendVersions(ctx, 3, lost.Epoch(), 1<<34)
+		require.NoError(t, err)
+		b, _, err := st.Get(ctx, PartKey(5, 3), PartCCols(EpochCC))
+		require.NoError(t, err)
+		top, err := DecodeEpochRow(b, "row")
+		require.NoError(t, err)
+
+		require.NoError(t, st.Put(ctx, PartKey(5, 3), PartCCols(EpochCC), backup)) // the restore
+		past, err := a.TakeOverPastRestore(ctx, 3)
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2+RestoreEpochs), past.Epoch(), "RestoreEpochs above the backup's epoch 1")
+		v, err := past.Versions().Next(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, v, top.Top, "above every version the lost period reserved")
+		assert.Greater(t, past.Epoch(), lost.Epoch())
+
+		next, err := a.TakeOver(ctx, 3)
+		require.NoError(t, err)
+		assert.Equal(t, past.Epoch()+1, next.Epoch())
+		w, err := next.Versions().Next(ctx)
+		require.NoError(t, err)
+		assert.Greater(t, w, v)
+
+		require.NoError(t, st.Put(ctx, PartKey(5, 3), PartCCols(EpochCC), EncodeEpochRow(EpochRow{Epoch: 9, Top: storage.MaxVersion - RestoreVersions})))
+		_, err = a.TakeOverPastRestore(ctx, 3)
+		require.ErrorIs(t, err, ErrVersionSpace)
+	})
+}
