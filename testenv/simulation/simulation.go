@@ -20,12 +20,14 @@
 package simulation
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,10 +98,14 @@ type Report struct {
 	Seed  int64
 	Multi bool // the embedded-store flavour of the adversary
 	// Modes are the owners' modes, in order; Crashed the owners that
-	// crashed (with commands in flight) rather than closed; Tools the
-	// `actualize --write` runs.
-	Modes          []plog.Mode
-	Crashed, Tools int
+	// crashed (with commands in flight) rather than closed, CrashArmed
+	// those set to crash right after a faulted write instead; Tools the
+	// `actualize --write` runs; Restored the restores from a backup (each
+	// followed by advance), Advances the advance processes run, and
+	// LostByRestore the acknowledged commands the restores took away.
+	Modes                             []plog.Mode
+	Crashed, CrashArmed, Tools        int
+	Restored, Advances, LostByRestore int
 	// OpenFailed counts opens the adversary made fail; Stopped the
 	// partitions that stopped (a refusal: a conflict or a fence);
 	// StrayRecords the record rows planted (strayRecord), RecordsRefused
@@ -135,7 +141,23 @@ func Run(ctx context.Context, seed int64, o Options) (*Report, error) {
 	}
 	defer core.Close()
 	w := &world{o: o, rng: rng, core: core, rep: &Report{Seed: seed, Multi: ao.Multi}, records: map[isequencer.WSID]isequencer.Number{}}
+	backupAt, restoreAt := -1, -1
+	if o.Owners >= 2 && rng.IntN(3) == 0 {
+		backupAt = rng.IntN(o.Owners - 1)
+		restoreAt = backupAt + 1 + rng.IntN(o.Owners-1-backupAt)
+	}
+	var backup *mem.Backup
 	for i := range o.Owners {
+		if i == backupAt {
+			if backup, err = inner.Backup(); err != nil {
+				return nil, fmt.Errorf("simulation: %w", err)
+			}
+		}
+		if i == restoreAt {
+			if err := w.restore(ctx, inner, backup, i); err != nil {
+				return nil, fmt.Errorf("simulation: seed %d: %w", seed, err)
+			}
+		}
 		if rng.IntN(7) == 0 {
 			w.tool(ctx, i)
 		}
@@ -170,6 +192,11 @@ type world struct {
 	mu      sync.Mutex
 	acks    []plogcheck.Ack
 	answers []answer
+	// lost are the acknowledged commands a restore took away: their
+	// numbers and offsets must never be handed out again to a command
+	// made after the restore, whose payload number is above restoredAt.
+	lost       []answer
+	restoredAt int
 	pending []answer // Unknown answers not settled yet
 	payload int
 	// records holds, per workspace, the largest record ID acknowledged.
@@ -224,6 +251,73 @@ func (w *world) tool(ctx context.Context, i int) {
 	_, _ = ss.ActualizeOnce(ctx, map[isequencer.SeqID]isequencer.Number{SeqWLog: 1, SeqRecord: FirstRecordID}, true)
 }
 
+// Margins of the simulation's advance: above anything a run hands out.
+const (
+	advanceNumbers = 1 << 16
+	advanceOffsets = 1 << 20
+)
+
+// restore puts the store back to b, as an operator restores a keyspace
+// from a snapshot (the owner before has stopped; its held writes and the
+// lost period's stay on their way and may land later), and runs `cqlseq
+// advance`'s steps as a process of its own, again after a failure, as an
+// operator reruns it, until it succeeds. The acknowledged commands the
+// restored PLog does not hold move to w.lost.
+func (w *world) restore(ctx context.Context, inner *mem.Store, b *mem.Backup, i int) error {
+	if err := inner.Restore(b); err != nil {
+		return err
+	}
+	w.rep.Restored++
+	w.restoredAt = w.payload
+	held, err := readPLog(ctx, inner)
+	if err != nil {
+		return fmt.Errorf("reading the restored PLog: %w", err)
+	}
+	kept := w.answers[:0]
+	lost := map[isequencer.PLogOffset]bool{}
+	for _, a := range w.answers {
+		if a.outcome == apppart.Stored && !bytes.Equal(held[a.res.Offset], a.cmd.Payload) {
+			w.lost = append(w.lost, a)
+			lost[a.res.Offset] = true
+			w.rep.LostByRestore++
+			continue
+		}
+		kept = append(kept, a)
+	}
+	w.answers = kept
+	w.acks = slices.DeleteFunc(w.acks, func(a plogcheck.Ack) bool { return lost[a.Offset] })
+	for attempt := 1; ; attempt++ {
+		if w.rng.IntN(2) == 0 {
+			w.core.DeliverSome()
+		}
+		mode := w.o.Modes[w.rng.IntN(len(w.o.Modes))]
+		cl := w.core.Client(fmt.Sprintf("advance-%d-%v-%d", i, mode, attempt))
+		if w.rng.IntN(3) == 0 {
+			cl.CrashAfterFaults(1)
+		}
+		w.rep.Advances++
+		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		adv, err := apppart.Advance(actx, w.openOptions(cl, mode), apppart.Margins{Numbers: advanceNumbers, Offsets: advanceOffsets})
+		cancel()
+		cl.Crash()
+		if err == nil {
+			// trust0 refused these events' records (a record row the backup
+			// held names another offset): their acknowledgements are
+			// checked for their events only, as a command answered stored
+			// with its records refused is.
+			refused := map[isequencer.PLogOffset]bool{}
+			for _, off := range adv.RecordConflicts {
+				refused[off] = true
+			}
+			w.acks = slices.DeleteFunc(w.acks, func(a plogcheck.Ack) bool { return refused[a.Offset] })
+			return nil
+		}
+		if attempt == 50 {
+			return fmt.Errorf("advance failed %d times, the last: %w", attempt, err)
+		}
+	}
+}
+
 // strayRecord writes a record row that no event of the PLog creates, at
 // a record ID one of the next commands of a workspace is likely to take:
 // what another writer of the records, or a restore without `cqlseq
@@ -261,6 +355,9 @@ func (w *world) owner(ctx context.Context, i int) {
 		if attempt == 3 {
 			return
 		}
+		if w.rng.IntN(2) == 0 {
+			w.core.DeliverSome() // late writes land while the process restarts
+		}
 		cl = w.core.Client(fmt.Sprintf("owner-%d-%v-%d", i, mode, attempt+1))
 	}
 	if w.rng.IntN(2) == 0 {
@@ -279,9 +376,15 @@ func (w *world) owner(ctx context.Context, i int) {
 	// the commands in flight (it sends nothing more, settles nothing);
 	// what it sent may still land.
 	crashAt := -1
-	if w.rng.IntN(2) == 0 {
+	switch w.rng.IntN(4) {
+	case 0, 1:
 		crashAt = w.rng.IntN(len(cmds))
 		w.rep.Crashed++
+	case 2:
+		// The process dies right after a write it cannot know the
+		// outcome of (if the adversary faults one).
+		cl.CrashAfterFaults(1 + w.rng.IntN(3))
+		w.rep.CrashArmed++
 	}
 	var (
 		next   int
@@ -331,7 +434,7 @@ func (w *world) owner(ctx context.Context, i int) {
 // holds the partition), and keeps those that stay unknown.
 func (w *world) settle(ctx context.Context, p *apppart.Partition) {
 	still := w.pending[:0]
-	for _, a := range w.pending {
+	for i, a := range w.pending {
 		sctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 		got, err := p.Settle(sctx, a.cmd, a.res)
 		cancel()
@@ -339,6 +442,10 @@ func (w *world) settle(ctx context.Context, p *apppart.Partition) {
 			w.answer(a.cmd, a.res, got, "settle")
 			w.rep.Settled++
 			continue
+		}
+		if errors.Is(err, adversary.ErrCrashed) {
+			still = append(still, w.pending[i:]...) // the process died (CrashAfterFaults)
+			break
 		}
 		still = append(still, a)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"flag"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -20,9 +21,11 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
-	runs    = flag.Int("sim.runs", envInt("CQLSEQ_SIM_RUNS", 2000), "simulation runs of TestSimulation (CQLSEQ_SIM_RUNS)")
-	first   = flag.Int64("sim.seed", envInt64("CQLSEQ_SIM_SEED", 1), "first seed of TestSimulation (CQLSEQ_SIM_SEED)")
-	workers = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 8), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits")
+	runs       = flag.Int("sim.runs", envInt("CQLSEQ_SIM_RUNS", 2000), "simulation runs of TestSimulation (CQLSEQ_SIM_RUNS)")
+	first      = flag.Int64("sim.seed", envInt64("CQLSEQ_SIM_SEED", 1), "first seed of TestSimulation (CQLSEQ_SIM_SEED)")
+	showFailed = flag.Int("sim.show", 3, "failing seeds printed in full")
+	logRuns    = flag.Bool("sim.log", false, "print the partitions' logs (with -sim.runs 1)")
+	workers    = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 8), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits")
 )
 
 func envInt(name string, def int) int {
@@ -53,7 +56,11 @@ func TestSimulation(t *testing.T) {
 	for range *workers {
 		wg.Go(func() {
 			for seed := range seeds {
-				r, err := Run(ctx, seed, Options{})
+				var o Options
+				if *logRuns {
+					o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+				}
+				r, err := Run(ctx, seed, o)
 				if err != nil {
 					r = &Report{Seed: seed, Findings: []string{"run failed: " + err.Error()}}
 				}
@@ -88,7 +95,7 @@ func TestSimulation(t *testing.T) {
 	took := time.Since(began)
 	slices.SortFunc(failed, func(a, b *Report) int { return cmp.Compare(a.Seed, b.Seed) })
 	for i, r := range failed {
-		if i == 3 {
+		if i == *showFailed {
 			t.Errorf("... and %d more failing seeds", len(failed)-3)
 			break
 		}
@@ -98,8 +105,9 @@ func TestSimulation(t *testing.T) {
 	a := total.Adversary
 	t.Logf("%d runs (seeds %d..%d, %d at once) in %v: %.1f runs/s; %d failed",
 		*runs, *first, *first+int64(*runs)-1, *workers, took.Round(time.Millisecond), float64(*runs)/took.Seconds(), len(failed))
-	t.Logf("%d owners (%v), %d mode changes, %d crashed, %d tools, %d opens failed, %d partitions stopped; %d stray record rows, %d commands stored with their records refused",
-		len(total.Modes), modes, changes, total.Crashed, total.Tools, total.OpenFailed, total.Stopped, total.StrayRecords, total.RecordsRefused)
+	t.Logf("%d owners (%v), %d mode changes, %d crashed (%d more armed to crash after a faulted write), %d tools, %d opens failed, %d partitions stopped; %d stray record rows, %d commands stored with their records refused",
+		len(total.Modes), modes, changes, total.Crashed, total.CrashArmed, total.Tools, total.OpenFailed, total.Stopped, total.StrayRecords, total.RecordsRefused)
+	t.Logf("%d restores from a backup, %d advance processes, %d acknowledged commands lost with the restores", total.Restored, total.Advances, total.LostByRestore)
 	t.Logf("commands %d: %d acknowledged, %d not stored, %d unknown (%d settled)", total.Commands, total.Acked, total.NotStored, total.Unknown, total.Settled)
 	t.Logf("adversary: %d calls; writes lost %d, held %d, partial %d; conditional lost %d, held %d, not sent %d; reads failed %d; landed late %d (%d between calls), dropped %d",
 		a.Calls, a.WriteLost, a.WriteHeld, a.WritePartial, a.CondLost, a.CondHeld, a.CondNotSent, a.ReadFailed, a.Landed, a.LandedBeforeCall, a.Dropped)
@@ -109,7 +117,11 @@ func TestSimulation(t *testing.T) {
 func add(total, r *Report) {
 	total.Modes = append(total.Modes, r.Modes...)
 	total.Crashed += r.Crashed
+	total.CrashArmed += r.CrashArmed
 	total.Tools += r.Tools
+	total.Restored += r.Restored
+	total.Advances += r.Advances
+	total.LostByRestore += r.LostByRestore
 	total.OpenFailed += r.OpenFailed
 	total.Stopped += r.Stopped
 	total.StrayRecords += r.StrayRecords
