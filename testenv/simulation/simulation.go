@@ -197,8 +197,8 @@ type world struct {
 	// made after the restore, whose payload number is above restoredAt.
 	lost       []answer
 	restoredAt int
-	pending []answer // Unknown answers not settled yet
-	payload int
+	pending    []answer // Unknown answers not settled yet
+	payload    int
 	// records holds, per workspace, the largest record ID acknowledged.
 	records map[isequencer.WSID]isequencer.Number
 }
