@@ -23,7 +23,8 @@
 #   make check-ops          the alert rules (promtool check/test rules) and the
 #                           metric names of ops/ (rules, tests, dashboard)
 #   make figures            runs the command of each headline figure and prints the
-#                           README's Figures table with the machine named (about
+#                           full table (docs/benchmarks.md, The current table) and
+#                           the README's Figures list, with the machine named (about
 #                           15 minutes: a launcher node, a 3-node cluster, then
 #                           make bench-service)
 #   make proto              regenerates idservice/gen from idservice/proto (buf and the
@@ -383,7 +384,8 @@ bench-cql:
 # on bbolt, then on a 3-node launcher cluster it starts and stops cqlseq
 # bench at RF 3 in trust0, trust2 and fenced (with the nodes' CPU time per
 # command) and a fenced run with node 2 SIGSTOPped 15 s. Each bench run's
-# timeline and chart go to docs/figures/. Its table is the README's.
+# timeline and chart go to docs/figures/. Its table is docs/benchmarks.md's
+# current table, its headline list the README's Figures.
 figures: build
 	$(GO) build -o $(BIN)/cqlseq-figures ./testenv/figures/cmd/cqlseq-figures
 	$(BIN)/cqlseq-figures -cqlseq $(BIN)/cqlseq -launcher $(LAUNCHER) -heap $(NODE_HEAP) -count $(FIGURES_COUNT) $(FIGURES_ARGS)

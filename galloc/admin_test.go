@@ -345,3 +345,93 @@ func TestAlterRetireRaceUnique(t *testing.T) {
 		})
 	}
 }
+
+// catalogWrites counts the writes of a Storage to the catalog's partition,
+// by every write method of the contract.
+type catalogWrites struct {
+	storage.Storage
+	n atomic.Int64
+}
+
+func (c *catalogWrites) count(pKey []byte) {
+	if string(pKey) == string(galloc.CatalogPKey()) {
+		c.n.Add(1)
+	}
+}
+
+func (c *catalogWrites) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	c.count(pKey)
+	return c.Storage.Put(ctx, pKey, cCols, value)
+}
+
+func (c *catalogWrites) PutBatch(ctx context.Context, rows []storage.Row) error {
+	for _, r := range rows {
+		c.count(r.PKey)
+	}
+	return c.Storage.PutBatch(ctx, rows)
+}
+
+func (c *catalogWrites) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
+	c.count(pKey)
+	return c.Storage.InsertIfNotExists(ctx, pKey, cCols, value, ttl)
+}
+
+func (c *catalogWrites) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
+	c.count(pKey)
+	return c.Storage.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
+}
+
+func (c *catalogWrites) CompareAndDelete(ctx context.Context, pKey, cCols, expected []byte) (bool, error) {
+	c.count(pKey)
+	return c.Storage.CompareAndDelete(ctx, pKey, cCols, expected)
+}
+
+func (c *catalogWrites) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	c.count(pKey)
+	for _, r := range rows {
+		c.count(r.PKey)
+	}
+	return c.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+}
+
+// TestOpenWritesTheCatalogRowOnlyWhenMissing: Open writes a sequence's
+// catalog row when it creates the sequence, not when it opens a listed one
+// (a second Open, in this process or another, writes no catalog row); a
+// sequence whose row is missing (created before the catalog existed) gets
+// it at its next Open, and is listed.
+func TestOpenWritesTheCatalogRowOnlyWhenMissing(t *testing.T) {
+	ctx := context.Background()
+	st := &catalogWrites{Storage: mem.New(mem.Options{})}
+	listed := func() []string {
+		page, _, err := galloc.List(ctx, st, "", galloc.MaxListLimit)
+		require.NoError(t, err)
+		var names []string
+		for _, l := range page {
+			names = append(names, l.Name)
+		}
+		return names
+	}
+
+	first := open(t, st, "orders", galloc.Options{ChunkSize: 7})
+	assert.Equal(t, int64(1), st.n.Load(), "creating the sequence writes its catalog row once")
+	assert.Equal(t, []string{"orders"}, listed())
+
+	st.n.Store(0)
+	second := open(t, st, "orders", galloc.Options{ChunkSize: 7})
+	assert.Equal(t, int64(0), st.n.Load(), "a second Open of a listed sequence writes no catalog row")
+	require.NoError(t, second.Close())
+	require.NoError(t, first.Close())
+	require.NoError(t, open(t, st, "orders", galloc.Options{ChunkSize: 7}).Close())
+	assert.Equal(t, int64(0), st.n.Load(), "nor does an Open after every process closed it")
+
+	// A sequence from before the catalog: its record, no row.
+	require.NoError(t, open(t, st, "legacy", galloc.Options{ChunkSize: 7}).Close())
+	ok, err := st.Storage.CompareAndDelete(ctx, galloc.CatalogPKey(), []byte("legacy"), []byte{1})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, []string{"orders"}, listed())
+	st.n.Store(0)
+	open(t, st, "legacy", galloc.Options{ChunkSize: 7})
+	assert.Equal(t, int64(1), st.n.Load(), "the missing row is written once")
+	assert.Equal(t, []string{"legacy", "orders"}, listed())
+}

@@ -16,11 +16,15 @@ import (
 //	cCols = name (UTF-8)
 //	value = u8 1
 //
-// Open writes the row (an unconditional, idempotent Put) before it creates
-// the record, so that every sequence opened by this release is listed; a
-// sequence created by an earlier release is listed once a process of this
-// release opens it. A row whose record is missing (a crash between the two
-// writes) is not listed.
+// Open reads the row and writes it (an unconditional, idempotent Put) only
+// when the read finds none: when it creates the sequence, and for a
+// sequence created by an earlier release, before the catalog existed, which
+// is listed once a process of this release opens it. Opening a listed
+// sequence writes nothing to the catalog. The row is written before the
+// record is created, so that every sequence opened by this release is
+// listed; a row whose record is missing (a crash between the two writes)
+// is not listed, and the next Open creates the record without writing the
+// row again.
 
 // catalogValue is the value of every catalog row.
 var catalogValue = []byte{1}
@@ -28,8 +32,17 @@ var catalogValue = []byte{1}
 // CatalogPKey returns the partition key of the catalog.
 func CatalogPKey() []byte { return PKey("") }
 
-// register writes name's catalog row.
+// register writes name's catalog row unless a read finds it: one Get,
+// and a Put only when the row is missing. Two processes registering one
+// name at once may both write it; the Put is idempotent.
 func register(ctx context.Context, st storage.Storage, name string) error {
+	_, found, err := st.Get(ctx, CatalogPKey(), []byte(name))
+	if err != nil {
+		return fmt.Errorf("galloc: sequence %q: reading its catalog row: %w", name, err)
+	}
+	if found {
+		return nil
+	}
 	if err := st.Put(ctx, CatalogPKey(), []byte(name), catalogValue); err != nil {
 		return fmt.Errorf("galloc: sequence %q: writing its catalog row: %w", name, err)
 	}

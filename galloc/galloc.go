@@ -147,8 +147,11 @@ type Sequence struct {
 // its background allocation, which fetches the first chunk at once. A
 // stored definition that differs from o's is ErrDefinitionMismatch: its
 // type, start or step, and its chunk size unless o.StoredChunkSize. It
-// registers the name in the catalog (List). A retired sequence opens, and
-// its Next fails with ErrRetired. st is not closed by Close.
+// registers the name in the catalog (List) before it creates the record:
+// it reads the catalog row and writes it only when the row is missing (a
+// sequence it creates, or one created before the catalog existed), so that
+// opening a listed sequence writes no catalog row. A retired sequence
+// opens, and its Next fails with ErrRetired. st is not closed by Close.
 //
 // The chunk size and the adaptive flag are the stored record's (Alter
 // changes them): every allocation reads them from the record it replaces,

@@ -1,6 +1,9 @@
 // Command cqlseq-figures runs the command behind each headline figure of the
-// README and prints the README's Figures table, with the machine named
-// (make figures). The README's table is this program's output, pasted.
+// README and prints, with the machine named (make figures), the full table
+// (case, figure, cost per command, command) and the same figures as the
+// README's headline list (case: figure). Both are pasted: the table into
+// docs/benchmarks.md's "The current table", the list into the README's
+// Figures section.
 //
 // Cases, in order: the sequencer core and its in-memory recovery (go test
 // -bench, medians of -count runs); recovery on one CQL node (make
@@ -54,10 +57,10 @@ type config struct {
 
 // row is one line of the table: what was measured, the figure, what a
 // command cost ("" where the case has no commands), and the command that
-// reproduces it.
-type row struct{ what, figure, cost, command string }
+// reproduces it; short names the case in the README's headline list.
+type row struct{ what, short, figure, cost, command string }
 
-// defaults is the configuration of the README's table.
+// defaults is the configuration of the README's figures.
 var defaults = config{
 	cqlseq: "bin/cqlseq", launcher: "bin/cassandra-launcher", figures: "docs/figures",
 	count: 5, duration: 30 * time.Second, heap: "512m",
@@ -150,19 +153,37 @@ func run(ctx context.Context, c config, w io.Writer) error {
 	for _, r := range rows {
 		fmt.Fprintln(w, r.markdown())
 	}
+	fmt.Fprintf(w, "\n%s\n\n", headlinesIntro)
+	for _, r := range rows {
+		fmt.Fprintln(w, r.headline())
+	}
 	return nil
 }
 
-// tableHeader heads the README's table.
+// tableHeader heads the full table (docs/benchmarks.md, The current table).
 const tableHeader = "| case | figure | cost per command | command |\n|---|---|---|---|"
 
-// markdown is r as a row of the README's table.
+// headlinesIntro precedes the README's headline list in the output.
+const headlinesIntro = "The README's Figures (its headline list):"
+
+// markdown is r as a row of the full table.
 func (r row) markdown() string {
 	cost := r.cost
 	if cost == "" {
 		cost = "-"
 	}
 	return fmt.Sprintf("| %s | %s | %s | `%s` |", r.what, r.figure, cost, strings.ReplaceAll(r.command, "|", `\|`))
+}
+
+// headline is r as an item of the README's headline list: the case (its
+// short name) and its figure, without cost or command (those are in the
+// full table).
+func (r row) headline() string {
+	what := r.short
+	if what == "" {
+		what = r.what
+	}
+	return fmt.Sprintf("- %s: **%s**", what, r.figure)
 }
 
 // measured is a row's figure and cost.
@@ -255,8 +276,8 @@ func coreArgs(c config) []string {
 func corePlan(c config) []row {
 	cmd := shellLine("go", coreArgs(c))
 	return []row{
-		{what: "sequencer core, one transaction (Start + 3 Next + Flush), 1 workspace", command: cmd},
-		{what: "recovery of 1,000,000 unflushed events (in memory)", command: cmd},
+		{what: "sequencer core, one transaction (Start + 3 Next + Flush), 1 workspace", short: "sequencer core, one transaction (Start + 3 Next + Flush)", command: cmd},
+		{what: "recovery of 1,000,000 unflushed events (in memory)", short: "recovery of 1,000,000 unflushed events, in memory", command: cmd},
 	}
 }
 
@@ -282,6 +303,7 @@ var recoveryMedian = regexp.MustCompile(`(?m)^(cqlseq|voedger)\s+(open|actualize
 func recoveryPlan(config) []row {
 	return []row{{
 		what:    "recovery on CQL (one node) of 1,000,000 events over 10,000 workspaces: sequencer opening / `cqlseq actualize` (medians of 3)",
+		short:   "recovery of 1,000,000 events on one CQL node, sequencer opening / `cqlseq actualize`",
 		command: "make bench-recovery",
 	}}
 }
@@ -399,7 +421,7 @@ var bboltStore = []string{"--store", "bbolt", "--mode", "trust0"}
 const bboltChart = "bbolt-trust0"
 
 func bboltPlan(c config) []row {
-	return []row{{what: "bbolt, trust0, 4 partitions x 16 clients, fsync on", command: shellLine("cqlseq", benchArgs(c.duration, bboltStore...))}}
+	return []row{{what: "bbolt, trust0, 4 partitions x 16 clients, fsync on", short: "bbolt, trust0, fsync on, 4 x 16 clients", command: shellLine("cqlseq", benchArgs(c.duration, bboltStore...))}}
 }
 
 func bboltMeasure(ctx context.Context, c config) ([]measured, error) {
@@ -428,7 +450,8 @@ func rf3Store(hosts, ks, mode string) []string {
 	return []string{"--hosts", hosts, "--keyspace", ks, "--mode", mode}
 }
 
-// pausedChart is the README's chart: the fenced run with a node paused.
+// pausedChart is the charted paused-node run (docs/benchmarks.md, The
+// current table): the fenced run with a node paused.
 const pausedChart = "rf3-fenced-node-paused"
 
 func rf3Chart(mode string) string { return "rf3-" + mode }
@@ -437,7 +460,7 @@ func clusterPlan(c config) []row {
 	migrate := shellLine("cqlseq", []string{"migrate", "--hosts", "H", "--keyspace", "K", "--replication", rf3Replication}) + "; "
 	var rows []row
 	for i, mode := range rf3Modes {
-		r := row{what: "CQL RF 3 (3 nodes), " + mode + ", 4 partitions x 16 clients",
+		r := row{what: "CQL RF 3 (3 nodes), " + mode + ", 4 partitions x 16 clients", short: "CQL RF 3 (3 nodes), " + mode + ", 4 x 16 clients",
 			command: shellLine("cqlseq", benchArgs(c.duration, rf3Store("H", "K", mode)...))}
 		if i == 0 {
 			r.command = migrate + r.command
@@ -449,6 +472,7 @@ func clusterPlan(c config) []row {
 	return append(rows, row{
 		what: fmt.Sprintf("the same, fenced, node %d SIGSTOPped %v from %v into the run (charted in docs/figures): commands/s before / during / after the pause",
 			pausedNode, pauseFor, pauseAfter),
+		short:   fmt.Sprintf("the same, fenced, node %d SIGSTOPped %v mid-run, commands/s before / during / after", pausedNode, pauseFor),
 		command: shellLine("cqlseq", append(benchArgs(pausedRun, rf3Store("H", "K", "fenced")...), timelineArgs(c.figures, pausedChart)...)),
 	})
 }
@@ -602,6 +626,7 @@ func commas(v float64) string {
 func servicePlan(config) []row {
 	return []row{{
 		what:    "ID service (`cqlseq serve`, bbolt), vegeta on loopback, HTTP/1.1: galloc, one ID a request, at max rate (x a trivial net/http handler) / 1,000 IDs a request",
+		short:   "ID service (`cqlseq serve`, bbolt, HTTP/1.1): galloc, one ID a request (x a trivial handler) / 1,000 IDs a request",
 		command: "make bench-service",
 	}}
 }

@@ -83,37 +83,88 @@ func TestCommas(t *testing.T) {
 	assert.Equal(t, "1,000,000", commas(1e6))
 }
 
-// TestTheREADMEsTableIsMakeFigures is issue 28's item 5: the README's
-// figures came from commands that measured something else. Each row of
-// its Figures table is a row make figures prints, in the same order with
-// the same case and command; only the figures differ between runs.
-func TestTheREADMEsTableIsMakeFigures(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
+// root is the repository's root, from this package's directory.
+var root = filepath.Join("..", "..", "..", "..")
+
+// section returns the text under the heading line (with its "#"s) in
+// the file name of the repository, up to the next heading of that level or
+// above.
+func section(t *testing.T, name, heading string) string {
+	b, err := os.ReadFile(filepath.Join(root, name))
 	require.NoError(t, err)
-	_, figures, ok := strings.Cut(string(b), "\n## Figures\n")
-	require.True(t, ok, "the README has a Figures section")
-	figures, _, _ = strings.Cut(figures, "\n## ")
-	_, table, ok := strings.Cut(figures, tableHeader+"\n")
-	require.True(t, ok, "the Figures section has make figures' table")
-	var readme []string
-	lines := strings.Split(table, "\n")
-	for _, line := range lines {
+	_, text, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	require.True(t, ok, "%s has a section %q", name, heading)
+	level := strings.IndexByte(heading, ' ')
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if n := len(l) - len(strings.TrimLeft(l, "#")); n > 0 && n <= level && strings.HasPrefix(l[n:], " ") {
+			return strings.Join(lines[:i], "\n")
+		}
+	}
+	return text
+}
+
+// currentTable returns the rows of make figures' table in docs/benchmarks.md's
+// "The current table", each as its four cells, checking that a blank line
+// ends it.
+func currentTable(t *testing.T) (lines []string, cells [][]string) {
+	text := section(t, "docs/benchmarks.md", "### The current table")
+	_, table, ok := strings.Cut(text, tableHeader+"\n")
+	require.True(t, ok, "The current table has make figures' table")
+	all := strings.Split(table, "\n")
+	for _, line := range all {
 		if !strings.HasPrefix(line, "| ") {
 			break
 		}
-		readme = append(readme, line)
+		lines = append(lines, line)
 	}
-	if len(readme) < len(lines) {
-		assert.Empty(t, lines[len(readme)], "a blank line ends the table, nothing pasted under it")
+	if len(lines) < len(all) {
+		assert.Empty(t, all[len(lines)], "a blank line ends the table, nothing pasted under it")
 	}
-	want := plan(defaults)
-	require.Len(t, readme, len(want), "rows:\n%s", strings.Join(readme, "\n"))
 	figure := regexp.MustCompile(`^\| (.*) \| (.*) \| (.*) \| (.*) \|$`)
-	for i, line := range readme {
+	for _, line := range lines {
 		m := figure.FindStringSubmatch(line)
 		require.NotNil(t, m, line)
-		w := want[i]
-		w.figure, w.cost = m[2], m[3]
-		assert.Equal(t, w.markdown(), line, "README row %d", i+1)
+		cells = append(cells, m[1:])
 	}
+	return lines, cells
+}
+
+// TestTheCurrentTableIsMakeFigures is issue 28's item 5: the README's
+// figures came from commands that measured something else. Each row of
+// the table the README's figures come from (docs/benchmarks.md, The
+// current table) is a row make figures prints, in the same order with the
+// same case and command; only the figures and costs differ between runs.
+func TestTheCurrentTableIsMakeFigures(t *testing.T) {
+	lines, cells := currentTable(t)
+	want := plan(defaults)
+	require.Len(t, lines, len(want), "rows:\n%s", strings.Join(lines, "\n"))
+	for i, line := range lines {
+		w := want[i]
+		w.figure, w.cost = cells[i][1], cells[i][2]
+		assert.Equal(t, w.markdown(), line, "docs/benchmarks.md, The current table, row %d", i+1)
+	}
+}
+
+// TestTheREADMEsFiguresAreTheCurrentTables: the README's Figures section
+// lists one figure per headline case, the list make figures prints: each
+// row of the current table, in order, as its case and figure, the same
+// figure as the table's.
+func TestTheREADMEsFiguresAreTheCurrentTables(t *testing.T) {
+	_, cells := currentTable(t)
+	text := section(t, "README.md", "## Figures")
+	var items []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "- ") {
+			items = append(items, line)
+		}
+	}
+	want := plan(defaults)
+	require.Len(t, items, len(want), "items:\n%s", strings.Join(items, "\n"))
+	for i, item := range items {
+		w := want[i]
+		w.figure = cells[i][1]
+		assert.Equal(t, w.headline(), item, "README, Figures, item %d", i+1)
+	}
+	assert.Contains(t, text, "docs/benchmarks.md#the-current-table", "the README links the full table")
 }
