@@ -150,7 +150,12 @@ func PutVersioned(ctx context.Context, st storage.Storage, v *storage.Versions, 
 
 // NewMarkerWriter returns a GroupWriter that writes gap markers with
 // PutVersioned under versions, in every mode: the writer of `cqlseq
-// advance`'s marker, which no earlier owner's late write may replace. It
+// advance`'s marker, which no earlier owner's late write may replace. As
+// SealZone after a versioned writer, it writes again, the same bytes, in
+// the same PutVersioned, the rows stored in the first marker's block and
+// the block before it, below the marker: what the replay before it read
+// there may be a late write that landed after an earlier run's marker was
+// sent, and that marker, held, must not replace it when it lands. It
 // refuses (storage.ErrInvalidArgument) an event that is not a gap marker.
 func NewMarkerWriter(st storage.Storage, part isequencer.PartitionID, versions *storage.Versions) GroupWriter {
 	return markerWriter{st: st, part: part, v: versions}
@@ -174,8 +179,16 @@ func (w markerWriter) WriteGroup(ctx context.Context, events []*Event) error {
 		}
 		rows = append(rows, storage.Row{PKey: EventPKey(w.part, e.Offset), CCols: EventCCols(e.Offset), Value: enc})
 	}
+	if len(events) > 0 {
+		at := events[0].Offset
+		read, err := readRange(ctx, w.st, w.part, max(blockStart(at)-min(blockStart(at), EventsPerPartition), 1), at)
+		if err != nil {
+			return allFailed(events, fmt.Errorf("plog: partition %d: reading the rows below the gap marker at %d to write again: %w", w.part, at, err))
+		}
+		rows = append(read, rows...)
+	}
 	if err := PutVersioned(ctx, w.st, w.v, rows); err != nil {
-		return allFailed(events, fmt.Errorf("plog: partition %d: writing %d gap markers: %w", w.part, len(rows), err))
+		return allFailed(events, fmt.Errorf("plog: partition %d: writing %d gap markers: %w", w.part, len(events), err))
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package plog
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,6 +74,39 @@ func TestSealZoneVersioned(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, []string{"read", "read", "read", "read", "read", "void"}, got)
+}
+
+// TestMarkerWriterWritesAgainWhatWasRead: advance's marker writer
+// re-stamps the rows below its marker in the marker's block and the block
+// before, so that a late versioned write of an earlier run (a lower
+// version than the new one, above the row's) replaces none of them.
+func TestMarkerWriterWritesAgainWhatWasRead(t *testing.T) {
+	ctx := context.Background()
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	const part = 3
+	ev := func(off isequencer.PLogOffset, payload string) *Event {
+		return &Event{Partition: part, Offset: off, WSID: 1, Numbers: []SeqNumber{{1, isequencer.Number(off)}}, Payload: []byte(payload)}
+	}
+	for off := isequencer.PLogOffset(1); off <= 5; off++ {
+		putVersioned(t, st, ev(off, "read"), 10)
+	}
+	v, err := storage.NewVersions(2, 100, 1000, nil)
+	require.NoError(t, err)
+	require.NoError(t, NewMarkerWriter(st, part, v).WriteGroup(ctx, []*Event{{Partition: part, Offset: 6, Skip: 100}}))
+	putVersioned(t, st, &Event{Partition: part, Offset: 5, Skip: 50}, 50) // an earlier run's marker, held, lands
+	rd, err := NewReader(st, ReaderOptions{})
+	require.NoError(t, err)
+	var got []string
+	require.NoError(t, rd.ReadEvents(ctx, part, 1, func(e *Event) error {
+		if e.Skip > 0 {
+			got = append(got, fmt.Sprint("gap ", e.Offset))
+		} else {
+			got = append(got, string(e.Payload))
+		}
+		return nil
+	}))
+	assert.Equal(t, []string{"read", "read", "read", "read", "read", "gap 6"}, got)
 }
 
 // TestSealZoneConditional: after conditional writers only, the marker is
