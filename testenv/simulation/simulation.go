@@ -339,6 +339,14 @@ func (w *world) owner(ctx context.Context, i int) {
 	w.rep.Modes = append(w.rep.Modes, mode)
 	cl := w.core.Client(fmt.Sprintf("owner-%d-%v", i, mode))
 	defer func() { cl.Crash() }() // the process is gone: its held writes may still land
+	// A quarter of the owners die right after a write whose outcome they
+	// cannot know, if the adversary faults one: while opening (a seal's
+	// marker held) or while making commands.
+	armed := w.rng.IntN(4) == 0
+	if armed {
+		cl.CrashAfterFaults(1 + w.rng.IntN(3))
+		w.rep.CrashArmed++
+	}
 	// An open the adversary fails is tried again, by a new process, as an
 	// orchestrator restarts it: at most three times.
 	var p *apppart.Partition
@@ -376,15 +384,9 @@ func (w *world) owner(ctx context.Context, i int) {
 	// the commands in flight (it sends nothing more, settles nothing);
 	// what it sent may still land.
 	crashAt := -1
-	switch w.rng.IntN(4) {
-	case 0, 1:
+	if !armed && w.rng.IntN(2) == 0 {
 		crashAt = w.rng.IntN(len(cmds))
 		w.rep.Crashed++
-	case 2:
-		// The process dies right after a write it cannot know the
-		// outcome of (if the adversary faults one).
-		cl.CrashAfterFaults(1 + w.rng.IntN(3))
-		w.rep.CrashArmed++
 	}
 	var (
 		next   int
