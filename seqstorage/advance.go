@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
+	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
@@ -156,7 +158,7 @@ func (s *Storage) writeRecords(ctx context.Context, w plog.RecordsWriter, end is
 		return err
 	}
 	for _, e := range tail {
-		switch err := w.WriteRecords(ctx, e); {
+		switch err := writeRecordsRetrying(ctx, w, e); {
 		case errors.Is(err, plog.ErrRecordConflict):
 			adv.RecordConflicts = append(adv.RecordConflicts, e.Offset)
 		case err != nil:
@@ -165,6 +167,31 @@ func (s *Storage) writeRecords(ctx context.Context, w plog.RecordsWriter, end is
 		adv.RecordEvents++
 	}
 	return nil
+}
+
+// recordAttempts bounds writeRecordsRetrying's attempts per event.
+const recordAttempts = 8
+
+// writeRecordsRetrying writes e's records with w, again after a failure
+// that may be transient (storage.ErrUnavailable, an unknown outcome: the
+// write is idempotent, and a row naming e's offset is e's own), up to
+// recordAttempts times, pausing a little longer each time.
+func writeRecordsRetrying(ctx context.Context, w plog.RecordsWriter, e *plog.Event) error {
+	delay := time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := w.WriteRecords(ctx, e)
+		if err == nil || attempt == recordAttempts || !errors.Is(err, storage.ErrUnavailable) && !errors.Is(err, storage.ErrUnknownOutcome) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
 }
 
 var errStopRead = errors.New("seqstorage: read stopped")

@@ -40,12 +40,13 @@ func (a *Adapter) TakeOver(ctx context.Context, part isequencer.PartitionID) (*O
 // epochs and reserved version ranges above the backup's row, and its
 // writes may still land after the restore (a hint, a write held past its
 // timeout, a Paxos proposal completed late); the next owner must order
-// above all of them. A lost period has taken fewer than RestoreEpochs
-// epochs and reserved fewer than RestoreEpochs ranges (a takeover or an
-// extension a second for 12 days); the 62-bit version space holds 1,023
-// such skips besides a partition's own use.
+// above all of them. A lost period takes fewer than RestoreEpochs epochs
+// and reserves fewer than RestoreEpochs ranges (a takeover or an extension
+// every 5 s for 3.8 days); the 62-bit version space holds 16,383 such
+// skips (advance runs, each failed one included) besides a partition's own
+// use.
 const (
-	RestoreEpochs   uint64 = 1 << 20
+	RestoreEpochs   uint64 = 1 << 16
 	RestoreVersions        = RestoreEpochs * VersionRange
 )
 

@@ -25,7 +25,7 @@ var (
 	first      = flag.Int64("sim.seed", envInt64("CQLSEQ_SIM_SEED", 1), "first seed of TestSimulation (CQLSEQ_SIM_SEED)")
 	showFailed = flag.Int("sim.show", 3, "failing seeds printed in full")
 	logRuns    = flag.Bool("sim.log", false, "print the partitions' logs (with -sim.runs 1)")
-	workers    = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 8), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits")
+	workers    = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 16), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits")
 )
 
 func envInt(name string, def int) int {
@@ -107,7 +107,7 @@ func TestSimulation(t *testing.T) {
 		*runs, *first, *first+int64(*runs)-1, *workers, took.Round(time.Millisecond), float64(*runs)/took.Seconds(), len(failed))
 	t.Logf("%d owners (%v), %d mode changes, %d crashed (%d more armed to crash after a faulted write), %d tools, %d opens failed, %d partitions stopped; %d stray record rows, %d commands stored with their records refused",
 		len(total.Modes), modes, changes, total.Crashed, total.CrashArmed, total.Tools, total.OpenFailed, total.Stopped, total.StrayRecords, total.RecordsRefused)
-	t.Logf("%d restores from a backup, %d advance processes, %d acknowledged commands lost with the restores", total.Restored, total.Advances, total.LostByRestore)
+	t.Logf("%d restores from a backup, %d advance processes, %d acknowledged commands lost with the restores, %d not-stored answers after the backup taken back", total.Restored, total.Advances, total.LostByRestore, total.NotStoredVoided)
 	t.Logf("commands %d: %d acknowledged, %d not stored, %d unknown (%d settled)", total.Commands, total.Acked, total.NotStored, total.Unknown, total.Settled)
 	t.Logf("adversary: %d calls; writes lost %d, held %d, partial %d; conditional lost %d, held %d, not sent %d; reads failed %d; landed late %d (%d between calls), dropped %d",
 		a.Calls, a.WriteLost, a.WriteHeld, a.WritePartial, a.CondLost, a.CondHeld, a.CondNotSent, a.ReadFailed, a.Landed, a.LandedBeforeCall, a.Dropped)
@@ -122,6 +122,7 @@ func add(total, r *Report) {
 	total.Restored += r.Restored
 	total.Advances += r.Advances
 	total.LostByRestore += r.LostByRestore
+	total.NotStoredVoided += r.NotStoredVoided
 	total.OpenFailed += r.OpenFailed
 	total.Stopped += r.Stopped
 	total.StrayRecords += r.StrayRecords
