@@ -330,7 +330,7 @@ func (w *world) restore(ctx context.Context, inner *mem.Store, b *mem.Backup, i 
 		mode := w.o.Modes[w.rng.IntN(len(w.o.Modes))]
 		cl := w.core.Client(fmt.Sprintf("advance-%d-%v-%d", i, mode, attempt))
 		if w.rng.IntN(3) == 0 {
-			cl.CrashAfterFaults(1)
+			cl.CrashAfterFaults(1 + w.rng.IntN(4))
 		}
 		w.rep.Advances++
 		actx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -407,6 +407,9 @@ func (w *world) owner(ctx context.Context, i int) {
 	}
 	if w.rng.IntN(2) == 0 {
 		w.core.DeliverSome() // late writes land after the takeover
+	}
+	if w.rng.IntN(2) == 0 {
+		w.settle(ctx, p) // callers settle as soon as an owner is up
 	}
 	n := 1 + w.rng.IntN(2*w.o.Commands)
 	cmds := make([]apppart.Command, n)
