@@ -264,6 +264,7 @@ torture: $(LAUNCHER) simulate
 # SIM_RUNS seeds from SIM_SEED (make test's unit tests run seeds
 # 1..2000; make torture runs this first, from seed 2001).
 simulate:
+	@set -euo pipefail; \
 	$(GO) test -count=1 -timeout 60m -run '^TestSimulation$$' -v ./testenv/simulation/ -args -sim.runs $(SIM_RUNS) -sim.seed $(SIM_SEED) | grep -v '^=== RUN'
 
 # gray-check is issue 22's gray-failure check, run by make test (about 2

@@ -1,6 +1,7 @@
 package apppart
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -293,4 +294,141 @@ func TestAnIdlePartitionSettles(t *testing.T) {
 			checkPLog(t, inner)
 		})
 	}
+}
+
+// holdOne is one process's view of a store that holds back the first
+// PutBatch match selects (a write that times out, to land later: land)
+// and then dies: every later call fails without reaching the store.
+type holdOne struct {
+	storage.Storage
+	match func([]storage.Row) bool
+	mu    sync.Mutex
+	dead  bool
+	held  []storage.Row
+}
+
+func (h *holdOne) PutBatch(ctx context.Context, rows []storage.Row) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case h.dead:
+		return errHeld
+	case h.match(rows):
+		h.dead = true
+		for _, r := range rows {
+			h.held = append(h.held, storage.Row{PKey: clone(r.PKey), CCols: clone(r.CCols), Value: clone(r.Value), Version: r.Version})
+		}
+		return errHeld
+	}
+	return h.Storage.PutBatch(ctx, rows)
+}
+
+func (h *holdOne) alive() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dead {
+		return errHeld
+	}
+	return nil
+}
+
+func (h *holdOne) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	if err := h.alive(); err != nil {
+		return err
+	}
+	return h.Storage.Put(ctx, pKey, cCols, value)
+}
+
+func (h *holdOne) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
+	if err := h.alive(); err != nil {
+		return false, err
+	}
+	return h.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
+}
+
+func (h *holdOne) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
+	if err := h.alive(); err != nil {
+		return false, err
+	}
+	return h.Storage.InsertIfNotExists(ctx, pKey, cCols, value, ttl)
+}
+
+func (h *holdOne) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
+	if err := h.alive(); err != nil {
+		return false, err
+	}
+	return h.Storage.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
+}
+
+// land applies the held write now.
+func (h *holdOne) land(t *testing.T) {
+	t.Helper()
+	require.NotEmpty(t, h.held, "no write was held back")
+	require.NoError(t, h.Storage.PutBatch(context.Background(), h.held))
+}
+
+// TestAHeldSealMarkerReplacesNoLaterEvent: an owner opening after a
+// versioned writer dies as its seal's versioned marker is sent (held);
+// an earlier owner's record "conditional", held too, lands after; the next
+// owner, of a conditional mode, must still seal against the held marker,
+// which then lands, and its acknowledged event must stay. Before the
+// record was written "versioned" ahead of the marker, the next owner read
+// "conditional", wrote its first event where the held marker then landed,
+// and lost it (found by make simulate, seed 12177).
+func TestAHeldSealMarkerReplacesNoLaterEvent(t *testing.T) {
+	ctx := context.Background()
+	inner := mem.New(mem.Options{})
+	t.Cleanup(func() { inner.Close() })
+	pkPart := vvmadapter.PartKey(testApp, testPart)
+	isRecord := func(w vvmadapter.PLogWrites) func([]storage.Row) bool {
+		return func(rows []storage.Row) bool {
+			return len(rows) == 1 && bytes.Equal(rows[0].PKey, pkPart) &&
+				bytes.Equal(rows[0].CCols, vvmadapter.PartCCols(vvmadapter.PLogWritesCC)) && bytes.Equal(rows[0].Value, []byte{byte(w)})
+		}
+	}
+	isVoidMarker := func(rows []storage.Row) bool {
+		for _, r := range rows {
+			var e plog.Event
+			if plog.Decode(testPart, 0, r.Value, &e) == nil && e.Void {
+				return true
+			}
+		}
+		return false
+	}
+
+	w := open(t, openOptions(inner, plog.ModeTrust2)) // the versioned writer
+	_, err := do(t, w, cmdFor(1))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+
+	// X seals (versioned), then dies as its record "conditional" is sent.
+	dies := func(st storage.Storage, mode plog.Mode) {
+		t.Helper()
+		octx, cancel := context.WithTimeout(ctx, time.Second) // its writes fail until then
+		defer cancel()
+		p, err := Open(octx, openOptions(st, mode))
+		if err == nil {
+			_ = p.Close()
+		}
+		require.Error(t, err)
+	}
+	x := &holdOne{Storage: inner, match: isRecord(vvmadapter.PLogWritesConditional)}
+	dies(x, plog.ModeFenced)
+	// Y reads "versioned", seals, and dies as its marker is sent.
+	y := &holdOne{Storage: inner, match: isVoidMarker}
+	dies(y, plog.ModeTrust1)
+	x.land(t) // X's record lands late
+
+	z := open(t, openOptions(inner, plog.ModeTrust1))
+	cmd := cmdFor(2)
+	res, err := do(t, z, cmd)
+	require.NoError(t, err)
+	require.NoError(t, z.Close())
+	y.land(t) // Y's marker lands late
+
+	next := open(t, openOptions(inner, plog.ModeTrust0))
+	got, err := next.Settle(settleCtx(t), cmd, res)
+	require.NoError(t, err)
+	assert.Equal(t, Stored, got, "the acknowledged event at offset %d was replaced by the held seal marker", res.Offset)
+	checkPLog(t, inner)
 }

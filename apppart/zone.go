@@ -31,6 +31,13 @@ const maxZoneAttempts = 8
 // it writes the PLog itself, for the next owner. An error leaves the
 // partition as safe as before: the next owner reads the same record and
 // seals the zone again.
+//
+// A versioned seal is itself a versioned PLog write that may land late:
+// if this process dies with its marker held, the next owner, of a
+// conditional mode, must seal against it, so the record says "versioned"
+// before the marker is sent (found by the simulation: a later process of
+// the same owner, reading the record an earlier owner's conditional write
+// had left, wrote its events where the held marker then landed).
 func sealZone(ctx context.Context, o OpenOptions, own *seqstorage.Ownership, ss *seqstorage.Storage) error {
 	owner := own.Owner
 	prev, known, err := owner.Adapter().GetPLogWrites(ctx, o.Partition)
@@ -43,6 +50,11 @@ func sealZone(ctx context.Context, o OpenOptions, own *seqstorage.Ownership, ss 
 		self = vvmadapter.PLogWritesVersioned
 	}
 	if owner.Epoch() > 1 && (versioned || self == vvmadapter.PLogWritesVersioned) {
+		if versioned {
+			if err := owner.PutPLogWrites(ctx, vvmadapter.PLogWritesVersioned); err != nil {
+				return err
+			}
+		}
 		for attempt := 1; ; attempt++ {
 			began := time.Now()
 			a, err := ss.ActualizeOnce(ctx, initialValues(o.SeqTypes), true)

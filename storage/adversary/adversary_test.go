@@ -387,6 +387,21 @@ func TestCrashAfterFaults(t *testing.T) {
 	})
 }
 
+// TestCrashAfterFault: a client with CrashAfterFault 1 dies right after
+// its first faulted write; one with 0 (the default) does not.
+func TestCrashAfterFault(t *testing.T) {
+	core, _ := newCore(t, only(adversary.Options{WriteHeld: 1}))
+	dies, lives := core.Client("dies"), core.Client("lives")
+	dies.CrashAfterFault(1)
+	for _, cl := range []adversary.Client{dies, lives} {
+		require.ErrorIs(t, cl.Put(ctx, p, c, []byte("x")), storage.ErrUnavailable)
+	}
+	_, _, err := dies.Get(ctx, p, c)
+	require.ErrorIs(t, err, adversary.ErrCrashed)
+	_, _, err = lives.Get(ctx, p, c)
+	require.NoError(t, err)
+}
+
 func dumpP(t *testing.T, st storage.Storage) map[string]string {
 	t.Helper()
 	out := map[string]string{}

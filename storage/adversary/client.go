@@ -39,6 +39,12 @@ type Client interface {
 	// process dies without learning what became of that write: the moment
 	// whose late delivery matters most. n <= 0 disarms it.
 	CrashAfterFaults(n int)
+
+	// CrashAfterFault makes the client die (as Crash) right after each
+	// write the adversary faults from now on with chance p (drawn from the
+	// core's seeded generator); 0 never. Not an allowance of the storage
+	// contract: a simulation's model of a process.
+	CrashAfterFault(p float64)
 }
 
 // client is a Client of the CQL flavour: not a storage.MultiApplier.
@@ -48,8 +54,10 @@ type client struct {
 	crashed atomic.Bool
 	closed  atomic.Bool
 	// crashIn is how many more faulted writes the client answers before
-	// it crashes (CrashAfterFaults); 0: not armed. Guarded by core.mu.
+	// it crashes (CrashAfterFaults); 0: not armed. crashP is the chance it
+	// dies after each (CrashAfterFault). Guarded by core.mu.
 	crashIn int
+	crashP  float64
 }
 
 // multiClient is a Client of the embedded flavour: a storage.MultiApplier.
@@ -104,19 +112,29 @@ func (cl *client) crashLocked(how string) {
 	}
 }
 
+func (cl *client) CrashAfterFault(p float64) {
+	cl.core.mu.Lock()
+	defer cl.core.mu.Unlock()
+	cl.crashP = p
+}
+
 func (cl *client) CrashAfterFaults(n int) {
 	cl.core.mu.Lock()
 	defer cl.core.mu.Unlock()
 	cl.crashIn = max(n, 0)
 }
 
-// faultedLocked counts a faulted write toward an armed crash.
+// faultedLocked counts a faulted write toward an armed crash, and draws
+// the chance of CrashAfterFault.
 func (cl *client) faultedLocked() {
-	if cl.crashIn == 0 {
-		return
+	if cl.crashIn > 0 {
+		if cl.crashIn--; cl.crashIn == 0 {
+			cl.crashLocked("crashed after a faulted write (CrashAfterFaults)")
+			return
+		}
 	}
-	if cl.crashIn--; cl.crashIn == 0 {
-		cl.crashLocked("crashed after a faulted write (CrashAfterFaults)")
+	if cl.crashP > 0 && cl.core.mu.rng.Float64() < cl.crashP {
+		cl.crashLocked("crashed after a faulted write (CrashAfterFault)")
 	}
 }
 

@@ -139,9 +139,10 @@ func Run(ctx context.Context, seed int64, o Options) (*Report, error) {
 	inner := mem.New(mem.Options{})
 	ao := o.Adversary
 	ao.Seed, ao.Multi = seed, rng.IntN(2) == 0
-	// One run in four is hostile: writes held back four times as often
-	// and almost never dropped, and half its owners die right after a
-	// faulted write, so that chains of late writes (one owner's held
+	// An owner's process may die right after a write the adversary
+	// faulted (ownerClient). One run in four is hostile: writes held back
+	// four times as often and almost never dropped, and an owner's
+	// process dies after a third of its faulted writes, so that chains of late writes (one owner's held
 	// event, the next one's held seal, both landing after a third read
 	// them) occur within make test's seeds. Options the caller set stay.
 	hostile := rng.IntN(4) == 0
@@ -194,6 +195,18 @@ func Run(ctx context.Context, seed int64, o Options) (*Report, error) {
 		w.rep.Trace = core.Trace()
 	}
 	return w.rep, nil
+}
+
+// ownerClient is the store's client of an owner's process: it dies right
+// after a faulted write with chance 1/20, a third in hostile runs.
+func (w *world) ownerClient(name string) adversary.Client {
+	cl := w.core.Client(name)
+	if w.rep.Hostile {
+		cl.CrashAfterFault(1.0 / 3)
+	} else {
+		cl.CrashAfterFault(0.05)
+	}
+	return cl
 }
 
 // setDefault sets *p to v if it is 0 (the adversary's default).
@@ -374,7 +387,7 @@ func (w *world) strayRecord(ctx context.Context, inner storage.Storage) {
 func (w *world) owner(ctx context.Context, i int) {
 	mode := w.o.Modes[w.rng.IntN(len(w.o.Modes))]
 	w.rep.Modes = append(w.rep.Modes, mode)
-	cl := w.core.Client(fmt.Sprintf("owner-%d-%v", i, mode))
+	cl := w.ownerClient(fmt.Sprintf("owner-%d-%v", i, mode))
 	defer func() { cl.Crash() }() // the process is gone: its held writes may still land
 	// A quarter of the owners die right after a write whose outcome they
 	// cannot know, if the adversary faults one: while opening (a seal's
@@ -403,7 +416,7 @@ func (w *world) owner(ctx context.Context, i int) {
 		if w.rng.IntN(2) == 0 {
 			w.core.DeliverSome() // late writes land while the process restarts
 		}
-		cl = w.core.Client(fmt.Sprintf("owner-%d-%v-%d", i, mode, attempt+1))
+		cl = w.ownerClient(fmt.Sprintf("owner-%d-%v-%d", i, mode, attempt+1))
 	}
 	if w.rng.IntN(2) == 0 {
 		w.core.DeliverSome() // late writes land after the takeover

@@ -160,6 +160,10 @@ func TestSimulationRegressions(t *testing.T) {
 		{"trust2 writing a failed group again, the same bytes", []int64{115, 460, 554}},
 		{"a record conflict answering the stored event stored", []int64{3, 6, 17}},
 		{"Settle writing the records of an event it finds stored", []int64{4, 5, 8}},
+		{"Settle reading as the readers read", []int64{109, 309, 471}},
+		{"advance taking its epoch and versions past the restore's lost period", []int64{89, 94, 201}},
+		{"advance writing every event's records", []int64{13, 31, 108}},
+		{"a versioned seal recorded before its marker is sent (make simulate)", []int64{12177}},
 	} {
 		for _, seed := range tc.seeds {
 			r, err := Run(context.Background(), seed, Options{})
