@@ -44,6 +44,11 @@
 // same choices. Options.Quiet switches every choice off: the clients then
 // behave exactly like the inner store.
 //
+// Beside the allowances, a Client models its process's death: Crash, and
+// a crash right after a write the adversary faulted (CrashAfterFaults,
+// CrashAfterFault), the moment a simulation most wants a process to die:
+// it sends nothing more, and what it sent may still land.
+//
 // Options.Multi picks the flavour. With it, a Client is a
 // storage.MultiApplier (when the inner store is one), as an embedded store
 // is: PutBatch and ApplyBatchesIf are one transaction, all rows or none,
