@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/cqlseq/cqlseq/isequencer"
 	"github.com/cqlseq/cqlseq/plog"
-	"github.com/cqlseq/cqlseq/storage"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
@@ -110,7 +108,13 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	if err != nil {
 		return fail(err)
 	}
-	a, batch, err := s.replay(ctx, o.Initial, stored, 1)
+	var withRecords []*plog.Event // what writeRecords writes
+	keep := func(e *plog.Event) {
+		if o.Records != nil && e.Skip == 0 && len(e.Records) > 0 {
+			withRecords = append(withRecords, &plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, Records: slices.Clone(e.Records)})
+		}
+	}
+	a, batch, err := s.replay(ctx, o.Initial, stored, 1, keep)
 	if err != nil {
 		return fail(err)
 	}
@@ -124,7 +128,7 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	s.floors.Store(floorMap(floors))
 	adv := &Advanced{Floors: floors}
 	if o.Records != nil {
-		if err := s.writeRecords(ctx, o.Records, a.Next, adv); err != nil {
+		if err := writeRecords(ctx, o.Records, withRecords, adv); err != nil {
 			return fail(fmt.Errorf("writing the events' records (floors written: advance again): %w", err))
 		}
 	}
@@ -141,60 +145,18 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	return adv, nil
 }
 
-// writeRecords writes, with w, the records of the events up to end
-// (exclusive), counting them in adv.
-func (s *Storage) writeRecords(ctx context.Context, w plog.RecordsWriter, end isequencer.PLogOffset, adv *Advanced) error {
-	var tail []*plog.Event
-	err := s.reader.ReadEvents(ctx, s.o.Partition, 1, func(e *plog.Event) error {
-		if e.Offset >= end {
-			return errStopRead
-		}
-		if e.Skip == 0 && len(e.Records) > 0 {
-			tail = append(tail, &plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, Records: slices.Clone(e.Records)})
-		}
-		return nil
+// writeRecords writes, with w, the records of events (the replay's),
+// counting them in adv.
+func writeRecords(ctx context.Context, w plog.RecordsWriter, events []*plog.Event, adv *Advanced) error {
+	err := w.WriteRecordsOf(ctx, events, func(e *plog.Event, _ error) {
+		adv.RecordConflicts = append(adv.RecordConflicts, e.Offset)
 	})
-	if err != nil && !errors.Is(err, errStopRead) {
+	if err != nil {
 		return err
 	}
-	for _, e := range tail {
-		switch err := writeRecordsRetrying(ctx, w, e); {
-		case errors.Is(err, plog.ErrRecordConflict):
-			adv.RecordConflicts = append(adv.RecordConflicts, e.Offset)
-		case err != nil:
-			return err
-		}
-		adv.RecordEvents++
-	}
+	adv.RecordEvents = len(events)
 	return nil
 }
-
-// recordAttempts bounds writeRecordsRetrying's attempts per event.
-const recordAttempts = 8
-
-// writeRecordsRetrying writes e's records with w, again after a failure
-// that may be transient (storage.ErrUnavailable, an unknown outcome: the
-// write is idempotent, and a row naming e's offset is e's own), up to
-// recordAttempts times, pausing a little longer each time.
-func writeRecordsRetrying(ctx context.Context, w plog.RecordsWriter, e *plog.Event) error {
-	delay := time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := w.WriteRecords(ctx, e)
-		if err == nil || attempt == recordAttempts || !errors.Is(err, storage.ErrUnavailable) && !errors.Is(err, storage.ErrUnknownOutcome) {
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-		delay = min(2*delay, 100*time.Millisecond)
-	}
-}
-
-var errStopRead = errors.New("seqstorage: read stopped")
 
 // raisedFloors returns the floors Advance writes: per SeqID, the largest
 // of its numbers a replayed (which the stored floors already raise), its

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/cqlseq/cqlseq/isequencer"
+	"github.com/cqlseq/cqlseq/plog"
 	"github.com/cqlseq/cqlseq/vvmadapter"
 )
 
@@ -70,7 +71,7 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 	if err != nil {
 		return nil, err
 	}
-	a, batch, err := s.replay(ctx, initial, stored, max(stored, 1))
+	a, batch, err := s.replay(ctx, initial, stored, max(stored, 1), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +86,9 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 
 // replay is ActualizeOnce's reading, from PLog offset from (stored is the
 // stored next offset): the actualized numbers, and those of them above
-// the stored ones, by WSID then SeqID.
-func (s *Storage) replay(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, stored, from isequencer.PLogOffset) (*Actualized, []isequencer.SeqValue, error) {
+// the stored ones, by WSID then SeqID. It shows each event read to
+// onEvent, if not nil (valid during the call only).
+func (s *Storage) replay(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, stored, from isequencer.PLogOffset, onEvent func(*plog.Event)) (*Actualized, []isequencer.SeqValue, error) {
 	a := &Actualized{Partition: s.o.Partition, StoredNext: stored, Next: from}
 	initialIDs := make([]isequencer.SeqID, 0, len(initial))
 	for id := range initial {
@@ -99,7 +101,7 @@ func (s *Storage) replay(ctx context.Context, initial map[isequencer.SeqID]isequ
 	r := newStoredReader(rctx, s)
 	found := map[isequencer.NumberKey]isequencer.Number{}
 	byWS := map[isequencer.WSID][]isequencer.SeqID{} // initialIDs, then the others found
-	replayErr := s.ActualizeSequencesFromPLog(r.ctx, from, func(batch []isequencer.SeqValue, off isequencer.PLogOffset) error {
+	replayErr := s.actualizeFromPLog(r.ctx, from, onEvent, func(batch []isequencer.SeqValue, off isequencer.PLogOffset) error {
 		if a.Events > 0 && off < a.Next {
 			return fmt.Errorf("seqstorage: app %d partition %d: PLog offset %d after %d", s.o.App, s.o.Partition, off, a.Next-1)
 		}

@@ -400,12 +400,22 @@ func (s *Storage) putNumbers(ctx context.Context, values []isequencer.SeqValue) 
 // partition and the offset. A batcher error is returned as is; ctx.Err()
 // once ctx is done.
 func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequencer.PLogOffset, batcher func(batch []isequencer.SeqValue, offset isequencer.PLogOffset) error) error {
+	return s.actualizeFromPLog(ctx, offset, nil, batcher)
+}
+
+// actualizeFromPLog is ActualizeSequencesFromPLog that also shows each
+// event read to onEvent (if not nil) before batcher: the event is valid
+// during the call only.
+func (s *Storage) actualizeFromPLog(ctx context.Context, offset isequencer.PLogOffset, onEvent func(*plog.Event), batcher func(batch []isequencer.SeqValue, offset isequencer.PLogOffset) error) error {
 	// The caller's ctx, ended by CancelCalls too.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)()
 	var batcherErr error
 	err := s.reader.ReadEvents(rctx, s.o.Partition, offset, func(e *plog.Event) error {
+		if onEvent != nil {
+			onEvent(e)
+		}
 		b := s.batch[:0]
 		for _, n := range e.Numbers {
 			if least, ok := s.o.MinAccepted[n.SeqID]; ok && n.Number < least {
