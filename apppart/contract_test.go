@@ -27,16 +27,18 @@ import (
 // random.
 
 // heldStore is one process's view of a store, as the contract allows it to
-// behave: once hold is set, its next PutBatch is not applied and answers an
-// error (a write that times out), its rows are kept to land later
-// (deliver), and the process dies: every later call fails without
-// reaching the store. It hides the store's MultiApplier: the CQL path.
+// behave: its first PutBatch that match selects (or the next one once
+// hold is set) is not applied and answers an error (a write that times
+// out), its rows are kept to land later (deliver), and the process dies:
+// every later write fails without reaching the store. It hides the
+// store's MultiApplier: the CQL path.
 type heldStore struct {
 	storage.Storage
-	mu   sync.Mutex
-	hold bool
-	dead bool
-	held [][]storage.Row
+	match func([]storage.Row) bool // nil: none; see hold
+	mu    sync.Mutex
+	hold  bool
+	dead  bool
+	held  [][]storage.Row
 }
 
 var errHeld = fmt.Errorf("held back: %w", storage.ErrUnavailable)
@@ -47,7 +49,7 @@ func (h *heldStore) PutBatch(ctx context.Context, rows []storage.Row) error {
 	switch {
 	case h.dead:
 		return errHeld
-	case h.hold:
+	case h.hold || h.match != nil && h.match(rows):
 		h.hold, h.dead = false, true // the process dies as the write leaves
 		kept := make([]storage.Row, len(rows))
 		for i, r := range rows {
@@ -57,6 +59,13 @@ func (h *heldStore) PutBatch(ctx context.Context, rows []storage.Row) error {
 		return errHeld
 	}
 	return h.Storage.PutBatch(ctx, rows)
+}
+
+func (h *heldStore) Put(ctx context.Context, pKey, cCols, value []byte) error {
+	if h.isDead() {
+		return errHeld
+	}
+	return h.Storage.Put(ctx, pKey, cCols, value)
 }
 
 func (h *heldStore) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
@@ -86,7 +95,7 @@ func (h *heldStore) isDead() bool {
 	return h.dead
 }
 
-// crash makes every later call of the view fail.
+// crash makes every later write of the view fail.
 func (h *heldStore) crash() {
 	h.mu.Lock()
 	h.dead = true
@@ -296,77 +305,6 @@ func TestAnIdlePartitionSettles(t *testing.T) {
 	}
 }
 
-// holdOne is one process's view of a store that holds back the first
-// PutBatch match selects (a write that times out, to land later: land)
-// and then dies: every later call fails without reaching the store.
-type holdOne struct {
-	storage.Storage
-	match func([]storage.Row) bool
-	mu    sync.Mutex
-	dead  bool
-	held  []storage.Row
-}
-
-func (h *holdOne) PutBatch(ctx context.Context, rows []storage.Row) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case h.dead:
-		return errHeld
-	case h.match(rows):
-		h.dead = true
-		for _, r := range rows {
-			h.held = append(h.held, storage.Row{PKey: clone(r.PKey), CCols: clone(r.CCols), Value: clone(r.Value), Version: r.Version})
-		}
-		return errHeld
-	}
-	return h.Storage.PutBatch(ctx, rows)
-}
-
-func (h *holdOne) alive() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.dead {
-		return errHeld
-	}
-	return nil
-}
-
-func (h *holdOne) Put(ctx context.Context, pKey, cCols, value []byte) error {
-	if err := h.alive(); err != nil {
-		return err
-	}
-	return h.Storage.Put(ctx, pKey, cCols, value)
-}
-
-func (h *holdOne) ApplyBatchIf(ctx context.Context, pKey []byte, conds []storage.Condition, rows []storage.Row) (bool, error) {
-	if err := h.alive(); err != nil {
-		return false, err
-	}
-	return h.Storage.ApplyBatchIf(ctx, pKey, conds, rows)
-}
-
-func (h *holdOne) InsertIfNotExists(ctx context.Context, pKey, cCols, value []byte, ttl time.Duration) (bool, error) {
-	if err := h.alive(); err != nil {
-		return false, err
-	}
-	return h.Storage.InsertIfNotExists(ctx, pKey, cCols, value, ttl)
-}
-
-func (h *holdOne) CompareAndSwap(ctx context.Context, pKey, cCols, oldValue, newValue []byte, ttl time.Duration) (bool, error) {
-	if err := h.alive(); err != nil {
-		return false, err
-	}
-	return h.Storage.CompareAndSwap(ctx, pKey, cCols, oldValue, newValue, ttl)
-}
-
-// land applies the held write now.
-func (h *holdOne) land(t *testing.T) {
-	t.Helper()
-	require.NotEmpty(t, h.held, "no write was held back")
-	require.NoError(t, h.Storage.PutBatch(context.Background(), h.held))
-}
-
 // TestAHeldSealMarkerReplacesNoLaterEvent: an owner opening after a
 // versioned writer dies as its seal's versioned marker is sent (held);
 // an earlier owner's record "conditional", held too, lands after; the next
@@ -412,19 +350,19 @@ func TestAHeldSealMarkerReplacesNoLaterEvent(t *testing.T) {
 		}
 		require.Error(t, err)
 	}
-	x := &holdOne{Storage: inner, match: isRecord(vvmadapter.PLogWritesConditional)}
+	x := &heldStore{Storage: inner, match: isRecord(vvmadapter.PLogWritesConditional)}
 	dies(x, plog.ModeFenced)
 	// Y reads "versioned", seals, and dies as its marker is sent.
-	y := &holdOne{Storage: inner, match: isVoidMarker}
+	y := &heldStore{Storage: inner, match: isVoidMarker}
 	dies(y, plog.ModeTrust1)
-	x.land(t) // X's record lands late
+	x.deliver(t) // X's record lands late
 
 	z := open(t, openOptions(inner, plog.ModeTrust1))
 	cmd := cmdFor(2)
 	res, err := do(t, z, cmd)
 	require.NoError(t, err)
 	require.NoError(t, z.Close())
-	y.land(t) // Y's marker lands late
+	y.deliver(t) // Y's marker lands late
 
 	next := open(t, openOptions(inner, plog.ModeTrust0))
 	got, err := next.Settle(settleCtx(t), cmd, res)
