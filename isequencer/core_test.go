@@ -150,6 +150,10 @@ func runCoreModel(t *testing.T, seed uint64, group bool, steps int) {
 			p.LRUCacheSize = 3 * (1 + rng.IntN(2))
 		}
 		p.GroupCommit = group
+		if rng.IntN(2) == 0 {
+			// The replay-length flush policy: writes wait for a window.
+			p.FlushAfterEvents = 2 + rng.IntN(64)
+		}
 	}
 	w := newSyncSequencer(t, st, tune)
 	durable := map[NumberKey]Number{} // largest number in a durable event

@@ -203,6 +203,19 @@ type Params struct {
 	// replays the PLog events of the unflushed values.
 	MaxNumUnflushedValues int
 
+	// FlushAfterEvents is how far the durable PLog offset may run ahead of
+	// the stored next PLog offset before the flusher writes: at most about
+	// that many durable events are left for a restart to replay (the
+	// design's "PLog tail after the stored offset"), and every transaction
+	// of the window goes into one write, one value per (WSID, SeqID). The
+	// flusher writes sooner when the unflushed values or the transactions
+	// waiting reach a quarter of MaxNumUnflushedValues (the rest is the
+	// headroom for stalled flushes), when values overflowed the ring, and
+	// after an actualization. 0 or 1: a transaction's values are written
+	// as soon as it is durable, as the design's flusher does. At most
+	// MaxFlushAfterEvents.
+	FlushAfterEvents int
+
 	// LRUCacheSize is the number of (WSID, SeqID) next values kept in
 	// memory. Default 100,000.
 	LRUCacheSize int

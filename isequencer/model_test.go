@@ -133,6 +133,9 @@ func runModel(t *testing.T, group, readAhead bool) {
 		p.MaxNumUnflushedValues = 1 + rng.IntN(40)
 		p.LRUCacheSize = 3 * (1 + rng.IntN(30))
 		p.GroupCommit = group
+		if rng.IntN(2) == 0 {
+			p.FlushAfterEvents = 2 + rng.IntN(32)
+		}
 	}
 	s, cleanup := newTestSequencer(t, st, params)
 	var readAheads, readAheadsUsed, readAheadsStale atomic.Int64

@@ -24,6 +24,11 @@ const (
 // marks of 16 bytes with GroupCommit): at the bound 2^21 values, 80 MiB.
 const MaxMaxNumUnflushedValues = 1 << 20
 
+// MaxFlushAfterEvents is the largest FlushAfterEvents Validate accepts:
+// a restart replays at most about that many events (a million events
+// replay in about 5 s from one node, docs/benchmarks.md).
+const MaxFlushAfterEvents = 1 << 20
+
 // EnsureDefaults sets zero fields to their defaults. Negative values are left
 // for Validate to report.
 func (p *Params) EnsureDefaults() {
@@ -85,6 +90,9 @@ func (p *Params) Validate() error {
 		bad("MaxNumUnflushedValues %d, must be >= 1", p.MaxNumUnflushedValues)
 	} else if p.MaxNumUnflushedValues > MaxMaxNumUnflushedValues {
 		bad("MaxNumUnflushedValues %d, must be <= %d (it bounds the sequencer's rings)", p.MaxNumUnflushedValues, MaxMaxNumUnflushedValues)
+	}
+	if p.FlushAfterEvents < 0 || p.FlushAfterEvents > MaxFlushAfterEvents {
+		bad("FlushAfterEvents %d, must be in [0, %d]", p.FlushAfterEvents, MaxFlushAfterEvents)
 	}
 	if p.LRUCacheSize < 1 {
 		bad("LRUCacheSize %d, must be >= 1", p.LRUCacheSize)

@@ -42,12 +42,37 @@ func (s *Sequencer) run() {
 	}
 }
 
-// hasWork reports whether there is something to write: the actualization
-// result, or a mark the watermark covers.
+// hasWork reports whether there is something to write now: the
+// actualization result, or a mark the watermark covers once the flush
+// policy (Params.FlushAfterEvents) says it is time.
 func (s *Sequencer) hasWork() bool {
-	// markTailPub before marks: see sharedState.
-	return s.shared.hasRecovered.Load() || (s.worker.mhead != s.shared.markTailPub.v.Load() &&
-		uint64(s.shared.marks.Load().at(s.worker.mhead).next) <= s.shared.watermark.v.Load())
+	if s.shared.hasRecovered.Load() {
+		return true
+	}
+	mt := s.shared.markTailPub.v.Load()
+	if s.worker.mhead == mt {
+		return false
+	}
+	marks := s.shared.marks.Load() // after markTailPub: see sharedState
+	w := s.shared.watermark.v.Load()
+	if uint64(marks.at(s.worker.mhead).next) > w {
+		return false
+	}
+	return s.flushDue(marks, mt, w)
+}
+
+// flushDue is the flush policy, for a write that has a covered mark: the
+// window of durable events past the written offset reaches
+// FlushAfterEvents, or the transactions waiting or their values reach a
+// quarter of MaxNumUnflushedValues, or values overflowed the ring.
+func (s *Sequencer) flushDue(marks *ring[txMark], mt, w uint64) bool {
+	after := uint64(s.p.FlushAfterEvents)
+	if after <= 1 || w >= uint64(s.worker.writtenOffset)+after {
+		return true
+	}
+	quarter := max(uint64(s.p.MaxNumUnflushedValues)/4, 1)
+	return mt-s.worker.mhead >= quarter || marks.at(mt-1).tail-s.worker.head >= quarter ||
+		s.shared.overflowN.Load() > 0
 }
 
 // flush writes what prepareWrite returns, retrying, and completes it. It
