@@ -21,6 +21,15 @@ import (
 // into chunks by the store's limits.
 const DefaultMaxGroupEvents = plog.EventsPerPartition
 
+// DefaultFlushAfterEvents is OpenOptions.Sequencer.FlushAfterEvents's
+// default: a workspace's numbers are stored once per window of up to 4,096
+// durable events (sooner at a quarter of MaxNumUnflushedValues), one row
+// per workspace however many of the window's commands it had, and a
+// restart replays at most about that many events (well under 0.1 s from
+// one node: docs/benchmarks.md, recovery). The PLog is the truth; the
+// stored numbers only bound the replay.
+const DefaultFlushAfterEvents = 4096
+
 // committer is a partition's command flow after the numbers: the partition
 // queues each command's event (enqueue, under its lock, so in offset
 // order), and the committer's goroutine writes the queued events in

@@ -45,9 +45,11 @@ type OpenOptions struct {
 	// MinAccepted is seqstorage.Options.MinAccepted (the #688 threshold).
 	MinAccepted map[isequencer.SeqID]isequencer.Number
 
-	// Sequencer tunes the sequencer (MaxNumUnflushedValues, LRUCacheSize,
-	// BatcherDelay, RetryDelay, MaxRetryDelay, Logger, Metrics). Its
-	// SeqTypes and SeqStorage must be left empty: Open sets them.
+	// Sequencer tunes the sequencer (MaxNumUnflushedValues,
+	// FlushAfterEvents, LRUCacheSize, BatcherDelay, RetryDelay,
+	// MaxRetryDelay, Logger, Metrics). Its SeqTypes and SeqStorage must be
+	// left empty: Open sets them. FlushAfterEvents defaults to
+	// DefaultFlushAfterEvents here (1: numbers stored after every group).
 	Sequencer isequencer.Params
 
 	// LeaseDeadline, in fenced mode, returns the local (monotonic) deadline
@@ -99,6 +101,9 @@ func (o *OpenOptions) EnsureDefaults() {
 	}
 	if o.Sequencer.Logger == nil {
 		o.Sequencer.Logger = o.Logger
+	}
+	if o.Sequencer.FlushAfterEvents == 0 {
+		o.Sequencer.FlushAfterEvents = DefaultFlushAfterEvents
 	}
 	if o.Metrics == nil {
 		o.Metrics = nopMetrics{}

@@ -101,6 +101,7 @@ func TestOpenAppStorage(t *testing.T) {
 	defer appSt.Close()
 	o := openOptions(vvm, plog.ModeTrust0)
 	o.AppStorage = appSt
+	o.Sequencer.FlushAfterEvents = 1 // the state stored after each group
 	p := open(t, o)
 	r, err := do(t, p, cmdFor(3))
 	require.NoError(t, err)

@@ -60,7 +60,9 @@ func (s *OwnerCrashStore) PutBatch(ctx context.Context, rows []storage.Row) erro
 func CrashBetweenNumbersAndOffset(t testing.TB, st storage.Storage, part isequencer.PartitionID, mode plog.Mode, n int) apppart.Result {
 	t.Helper()
 	cs := &OwnerCrashStore{Storage: st, Part: part}
-	p := Open(t, Options(cs, part, mode))
+	o := Options(cs, part, mode)
+	o.Sequencer.FlushAfterEvents = 1 // the first command's numbers are flushed at once
+	p := Open(t, o)
 	var last apppart.Result
 	for i := range n {
 		r, err := Do(t, p, Cmd(WS(part, 0)))

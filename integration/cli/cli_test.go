@@ -112,7 +112,7 @@ func TestBenchInspectVerify(t *testing.T) {
 	for _, mode := range []string{"trust0", "trust2"} {
 		jf := filepath.Join(dir, mode+".json")
 		r := itest.RunCLI(t, args([]string{"bench", "--app", app, "--mode", mode, "--duration", "2s", "--partitions", "2",
-			"--workspaces", "200", "--baseline", "--json", jf}, storeFlags(ks))...)
+			"--workspaces", "200", "--flush-after-events", "16", "--baseline", "--json", jf}, storeFlags(ks))...)
 		require.Equal(t, 0, r.Code, r.Stderr)
 		assert.Empty(t, r.Stderr)
 		b, err := os.ReadFile(jf)

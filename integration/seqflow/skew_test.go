@@ -66,7 +66,11 @@ func TestSuccessiveOwnersWithSkewedClocksReissueNoNumber(t *testing.T) {
 			}
 
 			stA := open(t)
-			a := appparttest.Open(t, appparttest.Options(stA, part, mode))
+			// A and B store their numbers after every group: the test is
+			// about those writes, stamped by skewed clocks.
+			oA := appparttest.Options(stA, part, mode)
+			oA.Sequencer.FlushAfterEvents = 1
+			a := appparttest.Open(t, oA)
 			run(a, ws1, 5)
 			require.NoError(t, a.Close())
 
@@ -76,6 +80,7 @@ func TestSuccessiveOwnersWithSkewedClocksReissueNoNumber(t *testing.T) {
 			fl := &flushes{}
 			oB := appparttest.Options(stB, part, mode)
 			oB.Sequencer.Metrics = fl
+			oB.Sequencer.FlushAfterEvents = 1
 			b := appparttest.Open(t, oB)
 			before := fl.n.Load()
 			run(b, ws1, 5)

@@ -157,6 +157,9 @@ func Run(ctx context.Context, seed int64, o Options) (*Report, error) {
 	}
 	defer core.Close()
 	w := &world{o: o, rng: rng, core: core, rep: &Report{Seed: seed, Multi: ao.Multi, Hostile: hostile}, records: map[isequencer.WSID]isequencer.Number{}}
+	// The flush windows come from a stream of their own, so that rng's
+	// draws (and the runs of the seeds kept) are those before it.
+	w.windows = rand.New(rand.NewPCG(uint64(seed), 0xf1a5))
 	backupAt, restoreAt := -1, -1
 	if o.Owners >= 2 && rng.IntN(3) == 0 {
 		backupAt = rng.IntN(o.Owners - 1)
@@ -220,10 +223,12 @@ var debugAnswers = false
 
 // world is one run's state.
 type world struct {
-	o    Options
-	rng  *rand.Rand
-	core *adversary.Core
-	rep  *Report
+	o   Options
+	rng *rand.Rand
+	// windows draws each owner's isequencer.Params.FlushAfterEvents.
+	windows *rand.Rand
+	core    *adversary.Core
+	rep     *Report
 
 	mu      sync.Mutex
 	acks    []plogcheck.Ack
@@ -252,6 +257,9 @@ type answer struct {
 	by      string
 }
 
+// flushWindows are the FlushAfterEvents an owner draws.
+var flushWindows = []int{1, 2, 3, 5, 8, apppart.DefaultFlushAfterEvents}
+
 func (w *world) openOptions(st adversary.Client, mode plog.Mode) apppart.OpenOptions {
 	return apppart.OpenOptions{
 		Storage: st, App: App, Partition: Partition, Mode: mode,
@@ -260,6 +268,9 @@ func (w *world) openOptions(st adversary.Client, mode plog.Mode) apppart.OpenOpt
 		WLogOffsetSeq: SeqWLog,
 		Sequencer: isequencer.Params{
 			RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, BatcherDelay: time.Duration(w.rng.IntN(3)) * time.Millisecond,
+			// As soon as durable, short windows, and apppart's default
+			// (which a run's few commands never fill).
+			FlushAfterEvents: flushWindows[w.windows.IntN(len(flushWindows))],
 		},
 		StorageTimeout: time.Second, WriteTimeout: time.Second,
 		MaxGroupEvents: 1 + w.rng.IntN(8),

@@ -62,6 +62,7 @@ type openConfig struct {
 	mc           *metrics.Collectors
 	log          *slog.Logger
 	maxUnflushed int
+	flushAfter   int
 	maxGroup     int
 	batcherDelay time.Duration
 	readyTimeout time.Duration
@@ -117,6 +118,7 @@ func openPartitions(ctx context.Context, c openConfig) (*partitionSet, openStats
 				MaxGroupEvents: c.maxGroup,
 				Sequencer: isequencer.Params{
 					MaxNumUnflushedValues: c.maxUnflushed,
+					FlushAfterEvents:      c.flushAfter,
 					BatcherDelay:          c.batcherDelay,
 					Logger:                c.log,
 					Metrics:               obs,

@@ -28,6 +28,7 @@ type loadFlags struct {
 	mode         string
 	payload      int
 	maxUnflushed int
+	flushAfter   int
 	maxGroup     int
 	batcherDelay time.Duration
 	readyTimeout time.Duration
@@ -46,6 +47,7 @@ func (f *loadFlags) add(fs *pflag.FlagSet, duration time.Duration) {
 	fs.StringVar(&f.mode, "mode", "trust0", "event log write mode (the sequences trust level): trust0, trust1, trust2 or fenced (README, Modes)")
 	fs.IntVar(&f.payload, "payload", 64, "payload bytes per event")
 	fs.IntVar(&f.maxUnflushed, "max-unflushed", isequencer.DefaultMaxNumUnflushedValues, "values waiting to be flushed above which a partition is busy")
+	fs.IntVar(&f.flushAfter, "flush-after-events", apppart.DefaultFlushAfterEvents, "durable events past the stored next offset after which a partition stores its numbers (sooner at a quarter of --max-unflushed; 1: after every group): at most about that many events for a restart to replay")
 	fs.IntVar(&f.maxGroup, "max-group-events", apppart.DefaultMaxGroupEvents, "events of the commands in flight written in one group write, at most (1: each alone, to compare with)")
 	fs.DurationVar(&f.batcherDelay, "batcher-delay", 0, "how long the flusher waits to collect a bigger batch")
 	fs.DurationVar(&f.readyTimeout, "ready-timeout", time.Minute, "how long a partition may take to actualize when opened")
@@ -76,6 +78,9 @@ func (f *loadFlags) validate() error {
 	}
 	if f.maxUnflushed < 1 || f.maxUnflushed > isequencer.MaxMaxNumUnflushedValues {
 		bad("--max-unflushed %d: want 1..%d", f.maxUnflushed, isequencer.MaxMaxNumUnflushedValues)
+	}
+	if f.flushAfter < 1 || f.flushAfter > isequencer.MaxFlushAfterEvents {
+		bad("--flush-after-events %d: want 1..%d", f.flushAfter, isequencer.MaxFlushAfterEvents)
 	}
 	if f.maxGroup < 1 {
 		bad("--max-group-events %d: want >= 1", f.maxGroup)
@@ -144,6 +149,7 @@ func (f *loadFlags) openConfig(e *env, in *instruments, st storage.Storage) open
 		mc:           in.mc,
 		log:          e.log,
 		maxUnflushed: f.maxUnflushed,
+		flushAfter:   f.flushAfter,
 		maxGroup:     f.maxGroup,
 		batcherDelay: f.batcherDelay,
 		readyTimeout: f.readyTimeout,
