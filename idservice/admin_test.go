@@ -159,6 +159,10 @@ func TestRetireSequence(t *testing.T) {
 	r = s.do(t, "GET", "/cache", nil)
 	require.Equal(t, 200, r.status)
 	assert.Contains(t, r.body, `"retired":true`)
+	r = s.do(t, "GET", "/metrics", nil)
+	require.Equal(t, 200, r.status)
+	assert.Contains(t, r.body, `cqlseq_service_sequence_retired_requests_total{sequence="old"} 2`,
+		"the requests for its values (HTTP next, Leaf's path); alter and create are not such")
 }
 
 // TestAdminScopes: listing wants an issue token, altering and retiring an

@@ -352,6 +352,31 @@ func TestLeafMonitorPages(t *testing.T) {
 	assert.Contains(t, metrics, `cqlseq_service_requests_total{code="400",route="leaf_decode"} 1`)
 }
 
+// TestLeafDBListsEverySequenceOfTheStore: /db lists the sequences of the
+// store, as Leaf lists its leaf_alloc table, also those this instance
+// never opened (created by another instance), retired ones marked.
+func TestLeafDBListsEverySequenceOfTheStore(t *testing.T) {
+	st := mem.New(mem.Options{})
+	t.Cleanup(func() { st.Close() })
+	oa := testOptions(st)
+	a := start(t, oa, nil)
+	a.create(t, `{"name":"b-second","chunk_size":10}`)
+	a.create(t, `{"name":"a-first","chunk_size":10}`)
+	a.create(t, `{"name":"c-retired","chunk_size":10}`)
+	a.view(t, "DELETE", "/v1/sequences/c-retired", nil, 200)
+
+	b := start(t, testOptions(st), nil)
+	var rows []dbRow
+	leafJSON(t, b.do(t, "GET", "/db", nil), &rows)
+	require.Len(t, rows, 3, "every sequence of the store")
+	assert.Equal(t, []string{"a-first", "b-second", "c-retired"}, []string{rows[0].Key, rows[1].Key, rows[2].Key})
+	assert.False(t, rows[0].Retired)
+	assert.True(t, rows[2].Retired)
+	var c map[string]cacheView
+	leafJSON(t, b.do(t, "GET", "/cache", nil), &c)
+	assert.Empty(t, c, "b opened none of them")
+}
+
 // TestLeafMonitorExhaustedAndStoreDown (issue 52 item 7): an exhausted
 // sequence is shown with maxId null and its used-up chunk (value = max =
 // the value after its last); with the store failing /db answers Spring
@@ -380,7 +405,7 @@ func TestLeafMonitorExhaustedAndStoreDown(t *testing.T) {
 	b := leafError(t, s.do(t, "GET", "/db", nil), 500)
 	assert.Equal(t, "com.sankuai.inf.leaf.server.exception.LeafServerException", b["exception"])
 	assert.Equal(t, "unavailable", b["code"])
-	assert.Contains(t, b["message"], `"tiny"`, "the API's message, not Leaf's Result")
+	assert.Contains(t, b["message"], "listing sequences", "the API's message, not Leaf's Result")
 	leafJSON(t, s.do(t, "GET", "/cache", nil), &c)
 	var m map[string]string
 	leafJSON(t, s.do(t, "GET", "/decodeSnowflakeId?snowflakeId=0", nil), &m)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -157,40 +156,43 @@ type leafAllocView struct {
 	Adaptive bool `json:"adaptive"`
 }
 
-// handleLeafDB is Leaf's /db: the stored record of every sequence this
-// instance has open (see handleLeafCache), by key, as leafAllocView, read
-// from the store now (one read each). A failed read fails the request
-// (Leaf's error body; the store unavailable is 500 with the API's code
-// unavailable). A sequence whose record is gone is left out.
+// handleLeafDB is Leaf's /db: the stored record of every sequence of the
+// store, as Leaf lists its leaf_alloc table, by key, as leafAllocView,
+// read from the store now (galloc.List, a page of galloc.MaxListLimit
+// names per read; retired sequences included, marked). A failed read
+// fails the request (Leaf's error body; the store unavailable is 500 with
+// the API's code unavailable).
 func (s *Service) handleLeafDB(w http.ResponseWriter, r *http.Request) error {
-	seqs := s.sequences()
-	names := make([]string, 0, len(seqs))
-	for name := range seqs {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := make([]leafAllocView, 0, len(names))
-	for _, name := range names {
-		rec, found, err := galloc.ReadRecord(r.Context(), s.st, name)
+	out := []leafAllocView{}
+	for after := ""; ; {
+		page, next, err := galloc.List(r.Context(), s.st, after, galloc.MaxListLimit)
 		if err != nil {
-			return fmt.Errorf("idservice: reading sequence %q: %w", name, err)
+			return fmt.Errorf("idservice: listing sequences: %w", err)
 		}
-		if !found {
-			continue
+		for _, l := range page {
+			out = append(out, leafAllocOf(l.Name, l.Record))
 		}
-		v := leafAllocView{Key: name, Step: rec.ChunkSize, Exhausted: rec.Exhausted(), Retired: rec.Retired, Adaptive: rec.Adaptive,
-			Description: fmt.Sprintf("%s sequence: start %d, step %d", rec.Type, rec.Start, rec.Step)}
-		if next, ok := rec.AllocatedUpTo(); ok {
-			v.MaxID = &next
+		if next == "" {
+			break
 		}
-		if !rec.LastAlloc.IsZero() {
-			t := rec.LastAlloc.UTC()
-			v.UpdateTime = &t
-		}
-		out = append(out, v)
+		after = next
 	}
 	writeLeafJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// leafAllocOf is sequence name's /db row from its record rec.
+func leafAllocOf(name string, rec galloc.Record) leafAllocView {
+	v := leafAllocView{Key: name, Step: rec.ChunkSize, Exhausted: rec.Exhausted(), Retired: rec.Retired, Adaptive: rec.Adaptive,
+		Description: fmt.Sprintf("%s sequence: start %d, step %d", rec.Type, rec.Start, rec.Step)}
+	if next, ok := rec.AllocatedUpTo(); ok {
+		v.MaxID = &next
+	}
+	if !rec.LastAlloc.IsZero() {
+		t := rec.LastAlloc.UTC()
+		v.UpdateTime = &t
+	}
+	return v
 }
 
 // leafDecodeFailed is Leaf's errorMsg for an ID it cannot decode.

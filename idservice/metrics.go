@@ -59,6 +59,8 @@ var (
 		"The node ID this instance holds of the timeshard layout (absent without a lease).", []string{"layout"}, nil)
 	descCounterWaits = prometheus.NewDesc("cqlseq_service_timeshard_counter_waits_total",
 		"Waits of timeshard requests for the next millisecond, by layout (current lease; a batch may wait several times).", []string{"layout"}, nil)
+	descRetired = prometheus.NewDesc("cqlseq_service_sequence_retired_requests_total",
+		"Requests for values of a retired sequence (answered 410 sequence_retired, gRPC FailedPrecondition, Leaf id=-2), by sequence: callers still using it.", []string{"sequence"}, nil)
 	descStoreUp = prometheus.NewDesc("cqlseq_service_store_up",
 		"1 when the store answered the last probe.", nil, nil)
 	descReady = prometheus.NewDesc("cqlseq_service_ready",
@@ -69,7 +71,7 @@ var (
 type stateCollector struct{ s *Service }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descFetches, descWaits, descConflicts, descIssued, descHeld, descLease, descLeaseAttempts, descNode, descCounterWaits, descStoreUp, descReady} {
+	for _, d := range []*prometheus.Desc{descFetches, descWaits, descConflicts, descIssued, descHeld, descLease, descLeaseAttempts, descNode, descCounterWaits, descRetired, descStoreUp, descReady} {
 		ch <- d
 	}
 }
@@ -95,6 +97,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(descNode, prometheus.GaugeValue, float64(g.g.Node()), name)
 			ch <- prometheus.MustNewConstMetric(descCounterWaits, prometheus.CounterValue, float64(g.g.Stats().CounterWaits), name)
 		}
+	}
+	for name, n := range c.s.retiredRequests() {
+		ch <- prometheus.MustNewConstMetric(descRetired, prometheus.CounterValue, float64(n), name)
 	}
 	ch <- prometheus.MustNewConstMetric(descStoreUp, prometheus.GaugeValue, b2f(c.s.storeUp.Load()))
 	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, b2f(c.s.Ready()))

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -64,6 +65,9 @@ type Service struct {
 		sync.Mutex
 		seqs    map[string]*galloc.Sequence
 		unknown map[string]time.Time // name -> until when it is answered unknown without a read
+		// retired counts, per retired sequence, the requests for its
+		// values (answered sequence_retired): callers not moved off it.
+		retired map[string]uint64
 	}
 
 	ctx    context.Context // cancelled first by Close
@@ -128,6 +132,7 @@ func New(ctx context.Context, o Options) (*Service, error) {
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	s.mu.seqs = map[string]*galloc.Sequence{}
 	s.mu.unknown = map[string]time.Time{}
+	s.mu.retired = map[string]uint64{}
 	for name, lo := range o.Layouts {
 		s.layouts[name] = &layoutSlot{name: name, layout: lo.Layout, randomStart: lo.RandomStart, genName: o.Name + "/" + name}
 	}
@@ -472,10 +477,12 @@ func (s *Service) Create(ctx context.Context, name string, d Definition) (create
 func (s *Service) NextSequence(ctx context.Context, name string, n int) ([]int64, error) {
 	q, err := s.Sequence(ctx, name)
 	if err != nil {
+		s.countRetired(name, err)
 		return nil, err
 	}
 	runs, err := q.NextN(ctx, n)
 	if err != nil {
+		s.countRetired(name, err)
 		return nil, err
 	}
 	step := q.Definition().Step
@@ -486,6 +493,25 @@ func (s *Service) NextSequence(ctx context.Context, name string, n int) ([]int64
 		}
 	}
 	return ids, nil
+}
+
+// countRetired counts a request for sequence name's values that err
+// answers retired (galloc.ErrRetired). The names counted are bounded by
+// the sequences ever retired.
+func (s *Service) countRetired(name string, err error) {
+	if !errors.Is(err, galloc.ErrRetired) {
+		return
+	}
+	s.mu.Lock()
+	s.mu.retired[name]++
+	s.mu.Unlock()
+}
+
+// retiredRequests returns a copy of the counts of countRetired.
+func (s *Service) retiredRequests() map[string]uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.mu.retired)
 }
 
 // current returns layout's current generator.
