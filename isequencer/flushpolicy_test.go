@@ -7,15 +7,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// txOn runs one transaction on ws with the synchronous worker: Start, one
-// number of seqWLog, the event written, Flush. It returns the offset.
-func (w *syncWorker) txOn(t *testing.T, st *mockStorage, ws WSID) PLogOffset {
+// txsOn runs one transaction on each of wss with the synchronous worker
+// (Start, one number of seqWLog, the event written, Flush), stepping the
+// worker until it has nothing to do after each. It returns the last
+// transaction's offset.
+func (w *syncWorker) txsOn(t *testing.T, st *mockStorage, wss ...WSID) PLogOffset {
 	t.Helper()
-	off := w.start(t, kindUser, ws)
-	n, err := w.s.Next(seqWLog)
-	require.NoError(t, err)
-	require.True(t, st.writeEvent(off, []SeqValue{{Key: NumberKey{WSID: ws, SeqID: seqWLog}, Value: n}}))
-	w.s.Flush()
+	var off PLogOffset
+	for _, ws := range wss {
+		off = w.start(t, kindUser, ws)
+		n, err := w.s.Next(seqWLog)
+		require.NoError(t, err)
+		require.True(t, st.writeEvent(off, []SeqValue{{Key: NumberKey{WSID: ws, SeqID: seqWLog}, Value: n}}))
+		w.s.Flush()
+		w.drain()
+	}
 	return off
 }
 
@@ -37,22 +43,15 @@ func TestFlushAfterEventsWritesOnceAWindow(t *testing.T) {
 	require.Equal(t, PLogOffset(0), next)
 	writes := st.writes
 
-	for i := range 9 {
-		w.txOn(t, st, WSID(1+i%3))
-		w.drain()
-	}
+	w.txsOn(t, st, 1, 2, 3, 1, 2, 3, 1, 2, 3)
 	assert.Equal(t, writes, st.writes, "9 durable events: nothing written")
-	w.txOn(t, st, 1)
-	w.drain()
+	w.txsOn(t, st, 1)
 	assert.Equal(t, writes+1, st.writes, "the tenth: one write")
 	nums, next := st.stored()
 	assert.Equal(t, PLogOffset(11), next)
 	assert.Len(t, nums, 3, "one value per workspace of the window")
 
-	for range 4 {
-		w.txOn(t, st, 2)
-	}
-	w.drain()
+	w.txsOn(t, st, 2, 2, 2, 2)
 	assert.Equal(t, writes+1, st.writes)
 	w = newSyncSequencer(t, st, func(p *Params) { p.FlushAfterEvents = 10; p.MaxNumUnflushedValues = 1000 })
 	st.mu.Lock()
@@ -63,7 +62,7 @@ func TestFlushAfterEventsWritesOnceAWindow(t *testing.T) {
 	replayed := st.eventsReplayed
 	st.mu.Unlock()
 	assert.Equal(t, 4, replayed, "a restart replays the events after the stored offset only")
-	assert.Equal(t, PLogOffset(15), w.txOn(t, st, 3), "and takes the offset after them")
+	assert.Equal(t, PLogOffset(15), w.txsOn(t, st, 3), "and takes the offset after them")
 }
 
 // TestFlushAfterEventsWritesAtAQuarterOfTheValues: the window is cut short
@@ -74,13 +73,9 @@ func TestFlushAfterEventsWritesAtAQuarterOfTheValues(t *testing.T) {
 	w := newSyncSequencer(t, st, func(p *Params) { p.FlushAfterEvents = 1000; p.MaxNumUnflushedValues = 40 })
 	w.drain()
 	writes := st.writes
-	for ws := range WSID(9) {
-		w.txOn(t, st, 1+ws)
-		w.drain()
-	}
+	w.txsOn(t, st, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 	assert.Equal(t, writes, st.writes, "9 values of 40: nothing written")
-	w.txOn(t, st, 10)
-	w.drain()
+	w.txsOn(t, st, 10)
 	assert.Equal(t, writes+1, st.writes, "10 values of 40: written")
 	_, next := st.stored()
 	assert.Equal(t, PLogOffset(11), next)
