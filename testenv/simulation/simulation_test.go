@@ -25,7 +25,7 @@ var (
 	first      = flag.Int64("sim.seed", envInt64("CQLSEQ_SIM_SEED", 1), "first seed of TestSimulation (CQLSEQ_SIM_SEED)")
 	showFailed = flag.Int("sim.show", 3, "failing seeds printed in full")
 	logRuns    = flag.Bool("sim.log", false, "print the partitions' logs (with -sim.runs 1)")
-	workers    = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 16), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits")
+	workers    = flag.Int("sim.workers", envInt("CQLSEQ_SIM_WORKERS", 32), "runs at once (CQLSEQ_SIM_WORKERS): a run mostly waits (under -race 600 runs took 36.9 s at 16, 17.9 s at 48)")
 )
 
 func envInt(name string, def int) int {
