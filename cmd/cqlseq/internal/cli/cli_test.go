@@ -107,7 +107,7 @@ func TestBenchBoltBaselineJSON(t *testing.T) {
 	dir := t.TempDir()
 	jf := filepath.Join(dir, "report.json")
 	r := runCLI(t, "bench", "--dir", dir, "--no-sync", "--duration", "500ms", "--partitions", "2", "--workspaces", "100",
-		"--concurrency", "2", "--mode", "trust1", "--baseline", "--json", jf)
+		"--concurrency", "2", "--mode", "trust1", "--flush-after-events", "1", "--baseline", "--json", jf) // flushes to report
 	require.Equal(t, ExitOK, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	for _, want := range []string{"actualization", "sequencer", "latency", "busy", "flushes", "baseline", "ratio"} {
 		assert.Contains(t, r.stdout, want)
@@ -233,6 +233,8 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"bench", "--partitions", "many"}, []string{"many"}},
 		{[]string{"bench", "--max-unflushed", "2305843009213693952", "--duration", "1s"}, []string{"--max-unflushed 2305843009213693952: want 1..1048576"}},
 		{[]string{"bench", "--max-unflushed", "1099511627776", "--duration", "1s"}, []string{"--max-unflushed 1099511627776: want 1..1048576"}},
+		{[]string{"bench", "--flush-after-events", "0", "--duration", "1s"}, []string{"--flush-after-events 0: want 1..1048576"}},
+		{[]string{"bench", "--flush-after-events", "1048577", "--duration", "1s"}, []string{"--flush-after-events 1048577: want 1..1048576"}},
 		{[]string{"demo", "--duration", "-1s"}, []string{"--duration -1s"}},
 		{[]string{"demo", "--memory", "--dir", "x"}, []string{"--memory excludes"}},
 		{[]string{"demo", "extra"}, []string{"no arguments"}},
