@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cqlseq/cqlseq/apppart"
 	"github.com/cqlseq/cqlseq/testenv/torture"
 )
 
@@ -108,8 +110,23 @@ func (t *tort) benchArgs(ks, mode string, ld load, ackLog, jsonFile string, extr
 	args = append(args, "--keyspace", ks, "--mode", mode,
 		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
 		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
-		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m")
+		"--timeout", t.c.timeout.String(), "--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m",
+		"--flush-after-events", flushWindowOf(ackLog))
 	return append(append(args, extra...), t.c.benchArgs...)
+}
+
+// flushWindows are the --flush-after-events of the campaign's owners: after
+// every group (numbers written under every fault, as before the window), a
+// short window, and apppart's default.
+var flushWindows = []int{1, 64, apppart.DefaultFlushAfterEvents}
+
+// flushWindowOf is the flush window of the owner logging to ackLog: drawn
+// from its name, so that owners started at once need no shared generator
+// and a run's owners get the same windows again.
+func flushWindowOf(ackLog string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(filepath.Base(ackLog)))
+	return strconv.Itoa(flushWindows[h.Sum32()%uint32(len(flushWindows))])
 }
 
 func (c *child) kill() {

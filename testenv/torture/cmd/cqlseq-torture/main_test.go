@@ -126,7 +126,18 @@ func TestBenchArgsPassThroughLast(t *testing.T) {
 	got := tt.benchArgs("ks", "fenced", load{partitions: 4, concurrency: 16, workspaces: 5000}, "a.log", "b.json", []string{"--payload", "101"})
 	s := strings.Join(got, " ")
 	require.True(t, strings.HasPrefix(s, "bench --store cql --hosts 127.0.0.1:9042 --keyspace ks --mode fenced --partitions 4 --workspaces 5000 --concurrency 16 "), s)
-	require.True(t, strings.HasSuffix(s, " --ready-timeout 5m --payload 101 --cql-health-policy=false --timeout 1s"), s)
+	require.True(t, strings.HasSuffix(s, " --ready-timeout 5m --flush-after-events "+flushWindowOf("a.log")+" --payload 101 --cql-health-policy=false --timeout 1s"), s)
+}
+
+// TestFlushWindowsCoverEveryWindow: the owners' ack logs give every flush
+// window of the campaign, and one name always the same.
+func TestFlushWindowsCoverEveryWindow(t *testing.T) {
+	seen := map[string]bool{}
+	for _, name := range []string{"acks-trust0.log", "acks-trust2.log", "acks-fenced.log", "acks-late.log", "x-1.log", "x-2.log", "x-3.log", "x-4.log"} {
+		seen[flushWindowOf(name)] = true
+		require.Equal(t, flushWindowOf(name), flushWindowOf("/some/dir/"+name))
+	}
+	require.Len(t, seen, len(flushWindows))
 }
 
 // TestBenchArgsHostsOnce: --hosts is a list flag whose repetitions add up,

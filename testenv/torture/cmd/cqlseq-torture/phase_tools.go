@@ -192,7 +192,7 @@ func (t *tort) startToolsOwner(g toolsTarget, mode, ackLog, tag string, extra ..
 	args := []string{"bench", "--store", storeBolt, "--file", g.file, "--mode", mode,
 		"--partitions", strconv.Itoa(ld.partitions), "--workspaces", strconv.Itoa(ld.workspaces),
 		"--concurrency", strconv.Itoa(ld.concurrency), "--duration", "1h",
-		"--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m"}
+		"--ack-log", ackLog, "--json", jsonFile, "--ready-timeout", "5m", "--flush-after-events", flushWindowOf(ackLog)}
 	tl := filepath.Join(t.c.dir, tag+".timeline.json")
 	removeIfExists(tl)
 	args = append(args, "--timeline", tl, "--timeline-interval", timelineInterval.String())
@@ -230,9 +230,11 @@ func (t *tort) tools(ctx context.Context, store, mode string) error {
 			// A flusher that waits collects a few hundred ms of commands
 			// in one flush, and commands go on while it writes their
 			// numbers: at the kill the PLog holds events past the flushed
-			// numbers, of workspaces the flush wrote.
+			// numbers, of workspaces the flush wrote. It flushes after
+			// every group (not once a window of events is durable), so
+			// that the kill point comes within the owner's first second.
 			delay := time.Duration(200+t.rng.IntN(300)) * time.Millisecond
-			extra = []string{"--kill-before-offset-write", strconv.FormatFloat(p, 'g', -1, 64), "--batcher-delay", delay.String()}
+			extra = []string{"--kill-before-offset-write", strconv.FormatFloat(p, 'g', -1, 64), "--batcher-delay", delay.String(), "--flush-after-events", "1"}
 			t.logf("tools %s %s: owner %d of %d: SIGKILL at the kill point (probability %v, batcher delay %v)", store, mode, i+1, len(rounds), p, delay)
 		} else {
 			t.logf("tools %s %s: owner %d of %d: %s", store, mode, i+1, len(rounds), kind)
