@@ -475,12 +475,7 @@ func (s *Service) Create(ctx context.Context, name string, d Definition) (create
 
 // NextSequence hands out n values of sequence name.
 func (s *Service) NextSequence(ctx context.Context, name string, n int) ([]int64, error) {
-	q, err := s.Sequence(ctx, name)
-	if err != nil {
-		s.countRetired(name, err)
-		return nil, err
-	}
-	runs, err := q.NextN(ctx, n)
+	q, runs, err := s.nextRuns(ctx, name, n)
 	if err != nil {
 		s.countRetired(name, err)
 		return nil, err
@@ -493,6 +488,16 @@ func (s *Service) NextSequence(ctx context.Context, name string, n int) ([]int64
 		}
 	}
 	return ids, nil
+}
+
+// nextRuns takes n values of sequence name, opening it first.
+func (s *Service) nextRuns(ctx context.Context, name string, n int) (*galloc.Sequence, []galloc.Run, error) {
+	q, err := s.Sequence(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	runs, err := q.NextN(ctx, n)
+	return q, runs, err
 }
 
 // countRetired counts a request for sequence name's values that err
