@@ -48,8 +48,9 @@ type OpenOptions struct {
 	// Sequencer tunes the sequencer (MaxNumUnflushedValues,
 	// FlushAfterEvents, LRUCacheSize, BatcherDelay, RetryDelay,
 	// MaxRetryDelay, Logger, Metrics). Its SeqTypes and SeqStorage must be
-	// left empty: Open sets them. FlushAfterEvents defaults to
-	// DefaultFlushAfterEvents here (1: numbers stored after every group).
+	// left empty: Open sets them. FlushAfterEvents 0 means
+	// DefaultFlushAfterEvents (4,096) here, not the sequencer's "as soon
+	// as durable": set 1 to store numbers after every group.
 	Sequencer isequencer.Params
 
 	// LeaseDeadline, in fenced mode, returns the local (monotonic) deadline
