@@ -78,20 +78,24 @@ type Advanced struct {
 // so that no earlier owner writes after the replay. It
 //
 //  1. replays the whole PLog (from offset 1, through gap markers), reading
-//     the stored numbers of every workspace the events name;
+//     the stored numbers of every workspace the events name and, with
+//     o.Records, writing the record rows of the events as it reads them,
+//     advanceRecordEvents events at a time (its memory does not grow with
+//     the PLog; a record row names an event already in the PLog, so
+//     writing it before the floors changes no number);
 //  2. raises each SeqID's floor (vvmadapter.Floor; stored floors only
 //     grow) to its largest number, or its initial value less one if that
 //     is larger, plus o.Numbers: every workspace's number of the SeqID,
 //     a workspace the PLog does not name included, then reads as at
 //     least the floor, so none up to it is handed out again;
-//  3. with o.Records, writes the record rows of every event;
-//  4. writes a gap marker (plog.Event.Skip = o.Offsets) at the offset
+//  3. writes a gap marker (plog.Event.Skip = o.Offsets) at the offset
 //     after the last event, with o.Writer;
-//  5. stores the replay's numbers and the next offset after the gap.
+//  4. stores the replay's numbers and the next offset after the gap.
 //
 // Each step is written only if the ones before it were. An error leaves
-// the partition safe to advance again: the floors only grow, and a second
-// run reads past the first's marker and adds a gap of its own.
+// the partition safe to advance again: record rows are written again as
+// they were, the floors only grow, and a second run reads past the
+// first's marker and adds a gap of its own.
 func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -108,14 +112,19 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	if err != nil {
 		return fail(err)
 	}
-	var withRecords []*plog.Event // what writeRecords writes
-	keep := func(e *plog.Event) {
-		if o.Records != nil && e.Skip == 0 && len(e.Records) > 0 {
-			withRecords = append(withRecords, &plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, Records: slices.Clone(e.Records)})
+	adv := &Advanced{}
+	recs := recordsWriter{w: o.Records, adv: adv}
+	keep := func(e *plog.Event) error {
+		if o.Records == nil || e.Skip != 0 || len(e.Records) == 0 {
+			return nil
 		}
+		return recs.add(ctx, e)
 	}
 	a, batch, err := s.replay(ctx, o.Initial, stored, 1, keep)
 	if err != nil {
+		return fail(err)
+	}
+	if err := recs.flush(ctx); err != nil {
 		return fail(err)
 	}
 	floors, err := s.raisedFloors(ctx, a, o)
@@ -126,12 +135,7 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 		return fail(err)
 	}
 	s.floors.Store(floorMap(floors))
-	adv := &Advanced{Floors: floors}
-	if o.Records != nil {
-		if err := writeRecords(ctx, o.Records, withRecords, adv); err != nil {
-			return fail(fmt.Errorf("writing the events' records (floors written: advance again): %w", err))
-		}
-	}
+	adv.Floors = floors
 	gap := &plog.Event{Offset: a.Next, Skip: o.Offsets}
 	if err := o.Writer.WriteGroup(ctx, []*plog.Event{gap}); err != nil {
 		return fail(fmt.Errorf("writing the gap marker at PLog offset %d (floors written: advance again): %w", gap.Offset, err))
@@ -145,16 +149,41 @@ func (s *Storage) Advance(ctx context.Context, o AdvanceOptions) (*Advanced, err
 	return adv, nil
 }
 
-// writeRecords writes, with w, the records of events (the replay's),
-// counting them in adv.
-func writeRecords(ctx context.Context, w plog.RecordsWriter, events []*plog.Event, adv *Advanced) error {
-	err := w.WriteRecordsOf(ctx, events, func(e *plog.Event, _ error) {
-		adv.RecordConflicts = append(adv.RecordConflicts, e.Offset)
+// advanceRecordEvents is how many events' records Advance holds before
+// it writes them: its memory does not grow with the PLog.
+const advanceRecordEvents = 1024
+
+// recordsWriter writes the records of the events Advance replays, in
+// chunks of advanceRecordEvents events, counting them in adv.
+type recordsWriter struct {
+	w       plog.RecordsWriter
+	adv     *Advanced
+	pending []*plog.Event
+}
+
+// add keeps a copy of e's records, writing the chunk once it is full.
+func (r *recordsWriter) add(ctx context.Context, e *plog.Event) error {
+	r.pending = append(r.pending, &plog.Event{Partition: e.Partition, Offset: e.Offset, WSID: e.WSID, Records: slices.Clone(e.Records)})
+	if len(r.pending) < advanceRecordEvents {
+		return nil
+	}
+	return r.flush(ctx)
+}
+
+// flush writes the records kept.
+func (r *recordsWriter) flush(ctx context.Context) error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	err := r.w.WriteRecordsOf(ctx, r.pending, func(e *plog.Event, _ error) {
+		r.adv.RecordConflicts = append(r.adv.RecordConflicts, e.Offset)
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("writing the records of the events at PLog offsets %d-%d (advance again): %w", r.pending[0].Offset, r.pending[len(r.pending)-1].Offset, err)
 	}
-	adv.RecordEvents = len(events)
+	r.adv.RecordEvents += len(r.pending)
+	clear(r.pending)
+	r.pending = r.pending[:0]
 	return nil
 }
 

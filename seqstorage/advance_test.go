@@ -2,6 +2,7 @@ package seqstorage
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -204,5 +205,59 @@ func TestAdvanceWritesEveryEventsRecords(t *testing.T) {
 				assert.Equal(t, plog.RecordValue(off), v, "record %d", id)
 			}
 		})
+	}
+}
+
+// chunkCounter is a plog.RecordsWriter that records the size of each
+// WriteRecordsOf call and fails the call numbered failAt (from 1, 0: none).
+type chunkCounter struct {
+	plog.RecordsWriter
+	sizes  []int
+	failAt int
+}
+
+func (c *chunkCounter) WriteRecordsOf(ctx context.Context, events []*plog.Event, conflict func(*plog.Event, error)) error {
+	c.sizes = append(c.sizes, len(events))
+	if len(c.sizes) == c.failAt {
+		return storage.ErrUnavailable
+	}
+	return c.RecordsWriter.WriteRecordsOf(ctx, events, conflict)
+}
+
+// TestAdvanceWritesRecordsInChunks: Advance holds at most
+// advanceRecordEvents events' records at a time, writing every event's;
+// a chunk that fails ends it before the floors, naming the offsets.
+func TestAdvanceWritesRecordsInChunks(t *testing.T) {
+	ctx := context.Background()
+	const events = 2*advanceRecordEvents + 3
+	st := mem.New(mem.Options{})
+	defer st.Close()
+	for off := isequencer.PLogOffset(1); off <= events; off++ {
+		e := &plog.Event{Partition: part, Offset: off, WSID: 4, Numbers: []plog.SeqNumber{{SeqID: 1, Number: isequencer.Number(off)}}, Records: []plog.RecordID{plog.RecordID(100 + off)}}
+		b, err := plog.AppendEncoded(nil, e)
+		require.NoError(t, err)
+		require.NoError(t, st.Put(ctx, plog.EventPKey(part, off), plog.EventCCols(off), b))
+	}
+
+	s, w := advancer(t, st, plog.ModeTrust2)
+	failing := &chunkCounter{RecordsWriter: w.(plog.RecordsWriter), failAt: 2}
+	_, err := s.Advance(ctx, AdvanceOptions{Numbers: 10, Offsets: 10, Writer: w, Records: failing})
+	require.ErrorIs(t, err, storage.ErrUnavailable)
+	assert.Contains(t, err.Error(), fmt.Sprintf("PLog offsets %d-%d", advanceRecordEvents+1, 2*advanceRecordEvents))
+	floors, err := vvmadapter.New(st, app).GetFloors(ctx, part)
+	require.NoError(t, err)
+	assert.Empty(t, floors, "no floors after a failed records write")
+
+	s, w = advancer(t, st, plog.ModeTrust2)
+	counted := &chunkCounter{RecordsWriter: w.(plog.RecordsWriter)}
+	adv, err := s.Advance(ctx, AdvanceOptions{Numbers: 10, Offsets: 10, Writer: w, Records: counted})
+	require.NoError(t, err)
+	assert.Equal(t, []int{advanceRecordEvents, advanceRecordEvents, 3}, counted.sizes)
+	assert.Equal(t, events, adv.RecordEvents)
+	for _, id := range []isequencer.PLogOffset{1, advanceRecordEvents, events} {
+		v, ok, err := st.Get(ctx, plog.RecordPKey(4, plog.RecordID(100+id)), plog.RecordCCols(plog.RecordID(100+id)))
+		require.NoError(t, err)
+		require.True(t, ok, "record of offset %d", id)
+		assert.Equal(t, plog.RecordValue(id), v)
 	}
 }

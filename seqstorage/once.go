@@ -87,8 +87,9 @@ func (s *Storage) ActualizeOnce(ctx context.Context, initial map[isequencer.SeqI
 // replay is ActualizeOnce's reading, from PLog offset from (stored is the
 // stored next offset): the actualized numbers, and those of them above
 // the stored ones, by WSID then SeqID. It shows each event read to
-// onEvent, if not nil (valid during the call only).
-func (s *Storage) replay(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, stored, from isequencer.PLogOffset, onEvent func(*plog.Event)) (*Actualized, []isequencer.SeqValue, error) {
+// onEvent, if not nil (valid during the call only; its error ends the
+// replay).
+func (s *Storage) replay(ctx context.Context, initial map[isequencer.SeqID]isequencer.Number, stored, from isequencer.PLogOffset, onEvent func(*plog.Event) error) (*Actualized, []isequencer.SeqValue, error) {
 	a := &Actualized{Partition: s.o.Partition, StoredNext: stored, Next: from}
 	initialIDs := make([]isequencer.SeqID, 0, len(initial))
 	for id := range initial {

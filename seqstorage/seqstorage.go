@@ -405,8 +405,9 @@ func (s *Storage) ActualizeSequencesFromPLog(ctx context.Context, offset isequen
 
 // actualizeFromPLog is ActualizeSequencesFromPLog that also shows each
 // event read to onEvent (if not nil) before batcher: the event is valid
-// during the call only.
-func (s *Storage) actualizeFromPLog(ctx context.Context, offset isequencer.PLogOffset, onEvent func(*plog.Event), batcher func(batch []isequencer.SeqValue, offset isequencer.PLogOffset) error) error {
+// during the call only, and an error of onEvent, returned as is, ends the
+// reading as a batcher error does.
+func (s *Storage) actualizeFromPLog(ctx context.Context, offset isequencer.PLogOffset, onEvent func(*plog.Event) error, batcher func(batch []isequencer.SeqValue, offset isequencer.PLogOffset) error) error {
 	// The caller's ctx, ended by CancelCalls too.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -414,7 +415,9 @@ func (s *Storage) actualizeFromPLog(ctx context.Context, offset isequencer.PLogO
 	var batcherErr error
 	err := s.reader.ReadEvents(rctx, s.o.Partition, offset, func(e *plog.Event) error {
 		if onEvent != nil {
-			onEvent(e)
+			if batcherErr = onEvent(e); batcherErr != nil {
+				return batcherErr
+			}
 		}
 		b := s.batch[:0]
 		for _, n := range e.Numbers {
