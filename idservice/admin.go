@@ -57,7 +57,7 @@ func (s *Service) wrapMethods(rts []route) http.Handler {
 		}
 	}
 	allowed := strings.Join(allow, ", ")
-	refuse := s.wrap(route{name: rts[0].name, pattern: rts[0].pattern, h: func(w http.ResponseWriter, r *http.Request) error {
+	refuse := s.wrap(route{name: rts[0].name, pattern: rts[0].pattern, h: func(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Allow", allowed)
 		return newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, allowed)
 	}})
@@ -286,12 +286,12 @@ func listParams(r *http.Request) (after string, limit int, err error) {
 	return after, limit, nil
 }
 
-func (s *Service) handleList(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleList(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	after, limit, err := listParams(r)
 	if err != nil {
 		return err
 	}
-	views, next, err := s.List(r.Context(), after, limit)
+	views, next, err := s.List(ctx, after, limit)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (s *Service) handleList(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Service) handleAlter(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleAlter(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := validateName(name); err != nil {
 		return err
@@ -312,7 +312,7 @@ func (s *Service) handleAlter(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v, err := s.Alter(r.Context(), name, c)
+	v, err := s.Alter(ctx, name, c)
 	if err != nil {
 		return err
 	}
@@ -320,7 +320,7 @@ func (s *Service) handleAlter(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Service) handleRetire(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleRetire(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := validateName(name); err != nil {
 		return err
@@ -328,7 +328,7 @@ func (s *Service) handleRetire(w http.ResponseWriter, r *http.Request) error {
 	if r.ContentLength > 0 {
 		return newError(http.StatusBadRequest, CodeBadRequest, "DELETE takes no body")
 	}
-	v, err := s.Retire(r.Context(), name)
+	v, err := s.Retire(ctx, name)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ var grpcProcedures = func() map[string]bool {
 // body's code as NOT_FOUND).
 func (s *Service) grpcHandler() (string, http.Handler) {
 	prefix, h := idservicev1connect.NewIDServiceHandler(grpcAPI{s: s}, connect.WithReadMaxBytes(int(s.o.MaxBodyBytes)))
-	notFound := s.wrap(route{name: grpcRouteNotFound, h: func(w http.ResponseWriter, r *http.Request) error {
+	notFound := s.wrap(route{name: grpcRouteNotFound, h: func(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s: the service %s has no such method",
 			r.Method, r.URL.Path, idservicev1connect.IDServiceName)
 	}})
@@ -134,7 +134,7 @@ func unary[Req, Res any](ctx context.Context, s *Service, route string, scope Sc
 		if ae := s.o.Tokens.authorizeHeader(req.Header(), scope); ae != nil {
 			return nil, ae
 		}
-		ctx, cancel := context.WithTimeout(ctx, s.o.RequestTimeout)
+		ctx, cancel := withRequestDeadline(ctx, s.o.RequestTimeout)
 		defer cancel()
 		return f(ctx, req.Msg)
 	}()

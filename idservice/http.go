@@ -37,7 +37,7 @@ type route struct {
 	// open serves the route without a token whatever Options.Tokens: the
 	// routes of LeafHandler.
 	open bool
-	h    func(w http.ResponseWriter, r *http.Request) error
+	h    func(ctx context.Context, w http.ResponseWriter, r *http.Request) error
 }
 
 // routes is the API: docs/service.md describes each.
@@ -76,11 +76,11 @@ func (s *Service) Handler() http.Handler {
 	}
 	mux.Handle(s.grpcHandler())
 	metrics := promhttp.HandlerFor(s.o.Registry, promhttp.HandlerOpts{})
-	mux.Handle("/metrics", s.wrap(route{name: "metrics", method: http.MethodGet, h: func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/metrics", s.wrap(route{name: "metrics", method: http.MethodGet, h: func(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 		metrics.ServeHTTP(w, r)
 		return nil
 	}}))
-	mux.Handle("/", s.wrap(route{name: "not_found", h: func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/", s.wrap(route{name: "not_found", h: func(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s", r.Method, r.URL.Path)
 	}}))
 	return mux
@@ -109,7 +109,7 @@ func (s *Service) LeafHandler() http.Handler {
 			mux.Handle(leafSlash(rt.pattern), h)
 		}
 	}
-	mux.Handle("/", s.wrap(route{name: "not_found", open: true, h: func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("/", s.wrap(route{name: "not_found", open: true, h: func(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 		return newError(http.StatusNotFound, CodeNotFound, "no route %s %s on the Leaf listener (Leaf's paths and monitor pages only)", r.Method, r.URL.Path)
 	}}))
 	return mux
@@ -181,9 +181,9 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, rt route) error 
 		return bodyTooLarge(s.o.MaxBodyBytes)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.o.MaxBodyBytes)
-	ctx, cancel := context.WithTimeout(r.Context(), s.o.RequestTimeout)
+	ctx, cancel := withRequestDeadline(r.Context(), s.o.RequestTimeout)
 	defer cancel()
-	return rt.h(w, r.WithContext(ctx))
+	return rt.h(ctx, w, r)
 }
 
 func bodyTooLarge(limit int64) *apiError {
@@ -230,8 +230,11 @@ func writeIDs(w http.ResponseWriter, ids []int64) {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	b = append(b, "]}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	// Canonical keys set directly: Header.Set would canonicalise them
+	// on every request. A one-element literal has no room to append to.
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b) // a ResponseWriter does not keep b
 	if cap(b) <= maxPooledIDsBuf {
@@ -269,13 +272,15 @@ func (s *Service) parseCount(r *http.Request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var b countBody
-	if r.ContentLength != 0 { // 0: no body (the hot path: no decoder made); -1: unknown
+	var raw json.RawMessage
+	if r.ContentLength != 0 { // 0: no body (the hot path: nothing decoded or allocated); -1: unknown
+		var b countBody
 		if err := s.decodeBody(r, &b, true); err != nil {
 			return 0, err
 		}
+		raw = b.Count
 	}
-	bn, inBody, err := bodyCount(b.Count)
+	bn, inBody, err := bodyCount(raw)
 	switch {
 	case err != nil:
 		return 0, err
@@ -294,6 +299,9 @@ func (s *Service) parseCount(r *http.Request) (int, error) {
 // is there; if so, it must be given once, as decimal digits only,
 // 1..MaxCount.
 func queryCount(r *http.Request) (n int, given bool, err error) {
+	if r.URL.RawQuery == "" {
+		return 0, false, nil // the hot path: no query parsed
+	}
 	vs, ok := r.URL.Query()["count"]
 	if !ok {
 		return 0, false, nil
@@ -526,7 +534,7 @@ func defView(name string, r galloc.Record) sequenceView {
 		MaxValue: r.Type.Max(), Capacity: r.Capacity(), Adaptive: r.Adaptive, Retired: r.Retired}
 }
 
-func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleCreate(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	var req createRequest
 	if err := s.decodeBody(r, &req, false); err != nil {
 		return err
@@ -535,7 +543,7 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.Create(r.Context(), req.Name, d)
+	created, err := s.Create(ctx, req.Name, d)
 	if err != nil {
 		return err
 	}
@@ -547,8 +555,8 @@ func (s *Service) handleCreate(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Service) handleSequence(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.sequenceState(r.Context(), r.PathValue("name"))
+func (s *Service) handleSequence(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	v, err := s.sequenceState(ctx, r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -598,7 +606,7 @@ type idsBody struct {
 	IDs []int64 `json:"ids"`
 }
 
-func (s *Service) handleSequenceNext(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleSequenceNext(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	if err := validateName(name); err != nil {
 		return err
@@ -607,7 +615,7 @@ func (s *Service) handleSequenceNext(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	ids, err := s.NextSequence(r.Context(), name, n)
+	ids, err := s.NextSequence(ctx, name, n)
 	if err != nil {
 		return err
 	}
@@ -631,7 +639,7 @@ type layoutView struct {
 	Node           *uint32   `json:"node,omitempty"` // this instance's node ID
 }
 
-func (s *Service) handleLayouts(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleLayouts(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, struct {
 		Layouts []layoutView `json:"layouts"`
 	}{s.layoutViews()})
@@ -672,7 +680,7 @@ func (s *Service) layoutNamed(name string) (string, timeshard.Layout, error) {
 	return name, slot.layout, nil
 }
 
-func (s *Service) handleTimeshardNext(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleTimeshardNext(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	name, _, err := s.layoutOf(r)
 	if err != nil {
 		return err
@@ -681,7 +689,7 @@ func (s *Service) handleTimeshardNext(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	ids, err := s.NextTimeshard(r.Context(), name, n)
+	ids, err := s.NextTimeshard(ctx, name, n)
 	if err != nil {
 		return err
 	}
@@ -699,7 +707,7 @@ type decomposed struct {
 	Counter uint64    `json:"counter"`
 }
 
-func (s *Service) handleDecompose(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleDecompose(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	name, l, err := s.layoutOf(r)
 	if err != nil {
 		return err
@@ -734,7 +742,7 @@ func badID(name string, l timeshard.Layout, shown string) *apiError {
 	return newError(http.StatusBadRequest, CodeInvalidID, "id %q: want a whole number from 0 to %d (layout %s)", shown, l.MaxID(), name)
 }
 
-func (s *Service) handleUUIDs(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleUUIDs(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	n, err := s.parseCount(r)
 	if err != nil {
 		return err
@@ -749,7 +757,7 @@ func (s *Service) handleUUIDs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Service) handleHealthz(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleHealthz(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, struct {
 		Status string `json:"status"`
 	}{"ok"})
@@ -765,7 +773,7 @@ type readyBody struct {
 	Waiting []string `json:"waiting_layouts,omitempty"`
 }
 
-func (s *Service) handleReadyz(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleReadyz(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	waiting := s.Waiting()
 	if why := s.readiness(); why != "" {
 		w.Header().Set("Retry-After", "1")

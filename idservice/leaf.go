@@ -2,6 +2,7 @@ package idservice
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -154,12 +155,12 @@ func writeLeafID(w http.ResponseWriter, id int64) {
 // (writeLeafError), here with the code invalid_name rather than
 // unknown_sequence. Such a key costs nothing: it is refused before any
 // store call.
-func (s *Service) handleLeafSegment(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleLeafSegment(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	key := r.PathValue("key")
 	if err := validateName(key); err != nil {
 		return err
 	}
-	ids, err := s.NextSequence(r.Context(), key, 1)
+	ids, err := s.NextSequence(ctx, key, 1)
 	if err != nil {
 		return err
 	}
@@ -172,8 +173,8 @@ func (s *Service) handleLeafSegment(w http.ResponseWriter, r *http.Request) erro
 // Leaf ignores the key; so does this: any key is taken, of any bytes
 // (order:id, Chinese, percent-encoded) and any length. An empty key does
 // not reach it (the path then names no route: 404, as in Spring).
-func (s *Service) handleLeafSnowflake(w http.ResponseWriter, r *http.Request) error {
-	ids, err := s.NextTimeshard(r.Context(), leafLayout, 1)
+func (s *Service) handleLeafSnowflake(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
+	ids, err := s.NextTimeshard(ctx, leafLayout, 1)
 	if err != nil {
 		return err
 	}

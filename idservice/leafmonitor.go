@@ -1,6 +1,7 @@
 package idservice
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -123,7 +124,7 @@ func leafCacheOf(name string, q *galloc.Sequence) leafSegmentView {
 // leafSegmentView. It makes no store call. Leaf lists every biz_tag of its
 // table; a store has no list of its sequences (each is its own partition),
 // so a sequence this instance never opened is not shown.
-func (s *Service) handleLeafCache(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleLeafCache(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	seqs := s.sequences()
 	out := make(map[string]leafSegmentView, len(seqs))
 	for name, q := range seqs {
@@ -162,10 +163,10 @@ type leafAllocView struct {
 // names per read; retired sequences included, marked). A failed read
 // fails the request (Leaf's error body; the store unavailable is 500 with
 // the API's code unavailable).
-func (s *Service) handleLeafDB(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleLeafDB(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	out := []leafAllocView{}
 	for after := ""; ; {
-		page, next, err := galloc.List(r.Context(), s.st, after, galloc.MaxListLimit)
+		page, next, err := galloc.List(ctx, s.st, after, galloc.MaxListLimit)
 		if err != nil {
 			return fmt.Errorf("idservice: listing sequences: %w", err)
 		}
@@ -219,7 +220,7 @@ func missingParam(name string) *apiError {
 // 200 with {"errorMsg": "snowflake Id反解析失败: ..."}, the reason after
 // Leaf's text. A repeated parameter is joined with commas, as Spring joins
 // it, and so fails.
-func (s *Service) handleLeafDecode(w http.ResponseWriter, r *http.Request) error {
+func (s *Service) handleLeafDecode(ctx context.Context, w http.ResponseWriter, r *http.Request) error {
 	vs, ok := r.URL.Query()["snowflakeId"]
 	if !ok {
 		return missingParam("snowflakeId")

@@ -2,6 +2,7 @@ package idservice
 
 import (
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,18 @@ import (
 type serviceMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// counters and observers keep the children of requests (by
+	// routeCode) and latency (by route) once looked up: the routes and
+	// the status codes answered are few, and a lookup by labels hashes
+	// them under a lock on every request.
+	counters  sync.Map // routeCode -> prometheus.Counter
+	observers sync.Map // route name -> prometheus.Observer
+}
+
+// routeCode is a request counter's labels.
+type routeCode struct {
+	route string
+	code  int
 }
 
 func newServiceMetrics(s *Service, reg *prometheus.Registry) (*serviceMetrics, error) {
@@ -36,8 +49,17 @@ func newServiceMetrics(s *Service, reg *prometheus.Registry) (*serviceMetrics, e
 }
 
 func (m *serviceMetrics) observe(route string, status int, took time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(took.Seconds())
+	k := routeCode{route, status}
+	c, ok := m.counters.Load(k)
+	if !ok {
+		c, _ = m.counters.LoadOrStore(k, m.requests.WithLabelValues(route, strconv.Itoa(status)))
+	}
+	c.(prometheus.Counter).Inc()
+	o, ok := m.observers.Load(route)
+	if !ok {
+		o, _ = m.observers.LoadOrStore(route, m.latency.WithLabelValues(route))
+	}
+	o.(prometheus.Observer).Observe(took.Seconds())
 }
 
 var (
