@@ -72,10 +72,11 @@ func (s *Service) wrapMethods(rts []route) http.Handler {
 
 // openSeq returns sequence name if this instance has it open.
 func (s *Service) openSeq(name string) (*galloc.Sequence, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.mu.seqs[name]
-	return q, ok
+	q, ok := s.seqs.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return q.(*galloc.Sequence), true
 }
 
 // checkCreate decides a create of sequence name with definition d when r
