@@ -142,8 +142,9 @@ func leafSlash(pattern string) string { return pattern + "/{$}" }
 
 func writeLeafID(w http.ResponseWriter, id int64) {
 	b := strconv.AppendInt(nil, id, 10)
-	w.Header().Set("Content-Type", "text/plain;charset=UTF-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	h := w.Header() // canonical keys set directly, as writeIDs does
+	h["Content-Type"] = []string{"text/plain;charset=UTF-8"}
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }
