@@ -230,17 +230,22 @@ func writeIDs(w http.ResponseWriter, ids []int64) {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	b = append(b, "]}\n"...)
-	// Canonical keys set directly: Header.Set would canonicalise them
-	// on every request. A one-element literal has no room to append to.
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	setBodyHeaders(w, "application/json", len(b))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b) // a ResponseWriter does not keep b
 	if cap(b) <= maxPooledIDsBuf {
 		*bp = b
 		idsBufs.Put(bp)
 	}
+}
+
+// setBodyHeaders sets an answer's Content-Type and Content-Length by
+// their canonical keys: Header.Set would canonicalise them on every
+// request. A one-element literal has no room to append to.
+func setBodyHeaders(w http.ResponseWriter, contentType string, n int) {
+	h := w.Header()
+	h["Content-Type"] = []string{contentType}
+	h["Content-Length"] = []string{strconv.Itoa(n)}
 }
 
 // maxPooledIDsBuf bounds the answers writeIDs keeps a buffer of: a full

@@ -142,9 +142,7 @@ func leafSlash(pattern string) string { return pattern + "/{$}" }
 
 func writeLeafID(w http.ResponseWriter, id int64) {
 	b := strconv.AppendInt(nil, id, 10)
-	h := w.Header() // canonical keys set directly, as writeIDs does
-	h["Content-Type"] = []string{"text/plain;charset=UTF-8"}
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	setBodyHeaders(w, "text/plain;charset=UTF-8", len(b))
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 }

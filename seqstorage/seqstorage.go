@@ -412,11 +412,11 @@ func (s *Storage) actualizeFromPLog(ctx context.Context, offset isequencer.PLogO
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)()
-	var batcherErr error
+	var callerErr error // onEvent's or batcher's: returned as is
 	err := s.reader.ReadEvents(rctx, s.o.Partition, offset, func(e *plog.Event) error {
 		if onEvent != nil {
-			if batcherErr = onEvent(e); batcherErr != nil {
-				return batcherErr
+			if callerErr = onEvent(e); callerErr != nil {
+				return callerErr
 			}
 		}
 		b := s.batch[:0]
@@ -429,14 +429,14 @@ func (s *Storage) actualizeFromPLog(ctx context.Context, offset isequencer.PLogO
 		s.batch = b
 		// A gap marker's offset is the last one it covers: the sequencer's
 		// next offset is then the one after the gap.
-		batcherErr = batcher(b, e.NextOffset()-1)
-		return batcherErr
+		callerErr = batcher(b, e.NextOffset()-1)
+		return callerErr
 	})
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
-	case batcherErr != nil:
-		return batcherErr
+	case callerErr != nil:
+		return callerErr
 	case err != nil:
 		return s.wrap(fmt.Errorf("seqstorage: app %d: actualizing from PLog offset %d: %w", s.o.App, offset, err))
 	}
